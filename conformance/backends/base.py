@@ -1,0 +1,50 @@
+"""The one seam between the runner and a target: a backend opens a session per case.
+
+A session applies, deletes and reads objects in the case's namespace and says whether the target
+reacts synchronously (reference: every change has settled when the call returns) or must be
+polled (a real cluster).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..cases.model import Case
+from ..errors import ApiRejected
+
+__all__ = ["ApiRejected", "Backend", "Capabilities", "HarnessError", "Session"]
+
+
+class HarnessError(Exception):
+    """The target or the kit failed, not the behaviour under test."""
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    kubernetes_version: str
+    feature_gates: dict[str, bool] = field(default_factory=dict)
+    apis: tuple[str, ...] = ()
+
+
+class Session(Protocol):
+    namespace: str
+    synchronous: bool
+
+    def apply(self, obj: dict[str, Any]) -> dict[str, Any]: ...
+    def delete(self, kind: str, name: str) -> None: ...
+    def get(self, kind: str, name: str) -> dict[str, Any] | None: ...
+    def list(self, kind: str) -> list[dict[str, Any]]: ...
+    def events(self) -> list[dict[str, Any]]: ...
+    def diagnostics(self) -> dict[str, Any]: ...
+    def close(self, *, failed: bool) -> None: ...
+
+
+class Backend(Protocol):
+    name: str
+
+    def capabilities(self) -> Capabilities: ...
+    def unmet(self, case: Case) -> tuple[str, str] | None:
+        """(category, message) when the case cannot run here, else None."""
+        ...
+    def open(self, case: Case) -> Session: ...

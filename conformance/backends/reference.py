@@ -1,0 +1,119 @@
+"""The reference backend: every case gets its own in-process mini control plane.
+
+Gates are the run's gate set plus whatever the case declares in ``featureGates`` (the reference
+emulates a cluster configured that way). Fake hardware named by the case is turned into Nodes,
+ResourceSlices and DeviceClasses by the fake driver's publisher, the same objects the driver
+publishes on a real cluster.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Mapping
+
+from ..cases.model import Case
+from ..errors import ApiRejected
+from ..features import DEFAULT_GATES, LOCKED_GATES
+from ..reference.cluster import ReferenceCluster
+from ..reference.store import NotFound
+from .base import Capabilities, HarnessError
+
+NAMESPACED = {"ResourceClaim", "ResourceClaimTemplate", "Pod"}
+REFERENCE_VERSION = "v1.37 (drakit reference allocator)"
+
+
+def case_namespace(case_id: str) -> str:
+    slug = case_id.replace("/", "-")[:40].strip("-")
+    return f"dra-{slug}-{hashlib.sha256(case_id.encode()).hexdigest()[:6]}"
+
+
+class ReferenceSession:
+    synchronous = True
+
+    def __init__(self, cluster: ReferenceCluster, namespace: str) -> None:
+        self.cluster = cluster
+        self.namespace = namespace
+
+    def _ns(self, kind: str) -> str | None:
+        return self.namespace if kind in NAMESPACED else None
+
+    def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
+        if obj.get("kind") in NAMESPACED:
+            obj = {**obj, "metadata": {**obj.get("metadata", {}), "namespace": obj.get("metadata", {}).get("namespace", self.namespace)}}
+        return self.cluster.apply(obj)
+
+    def delete(self, kind: str, name: str) -> None:
+        try:
+            self.cluster.delete(kind, name, self._ns(kind))
+        except NotFound as exc:
+            raise KeyError(str(exc)) from None
+
+    def get(self, kind: str, name: str) -> dict[str, Any] | None:
+        return self.cluster.get(kind, name, self._ns(kind))
+
+    def list(self, kind: str) -> list[dict[str, Any]]:
+        return self.cluster.list(kind, self._ns(kind))
+
+    def events(self) -> list[dict[str, Any]]:
+        return self.cluster.events(self.namespace)
+
+    def diagnostics(self) -> dict[str, Any]:
+        def brief(kind: str) -> list[dict[str, Any]]:
+            return [{"kind": kind, "name": o["metadata"]["name"], "spec": o.get("spec"), "status": o.get("status")}
+                    for o in self.cluster.list(kind, self._ns(kind))]
+        return {"objects": brief("ResourceClaim") + brief("Pod"),
+                "events": [f"{e['type']} {e['reason']} {e['involvedObject']['kind']}/{e['involvedObject']['name']}: {e['message']}"
+                           for e in self.events()]}
+
+    def close(self, *, failed: bool) -> None:
+        pass
+
+
+class ReferenceBackend:
+    name = "reference"
+
+    def __init__(self, gates: Mapping[str, bool] | None = None, profile: Mapping[str, str] | None = None) -> None:
+        self.gates = dict(DEFAULT_GATES if gates is None else gates)
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(REFERENCE_VERSION, dict(self.gates), ("resource.k8s.io/v1",))
+
+    def unmet(self, case: Case) -> tuple[str, str] | None:
+        for gate, want in case.feature_gates.items():
+            if not want and gate in LOCKED_GATES:
+                return ("feature-disabled", f"{gate} is locked on in 1.37; the case needs it off")
+        return None
+
+    def open(self, case: Case) -> ReferenceSession:
+        gates = {**self.gates, **case.feature_gates}
+        cluster = ReferenceCluster(gates, seed=case.id)
+        ns = case_namespace(case.id)
+        cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": dict(case.namespace_labels)}})
+        try:
+            for obj in hardware_objects(case):
+                cluster.apply(obj)
+        except (ApiRejected, ValueError) as exc:
+            raise HarnessError(f"installing the fake hardware failed: {exc}") from exc
+        return ReferenceSession(cluster, ns)
+
+
+def hardware_objects(case: Case) -> list[dict[str, Any]]:
+    """Nodes, DeviceClasses and ResourceSlices for the case's fake hardware."""
+    from fake_driver.classes import device_classes
+    from fake_driver.slices import publish_slices
+    from fake_hw.inventory import build_inventory
+
+    out: list[dict[str, Any]] = []
+    if case.nodes and case.install_classes:
+        out.extend(device_classes())
+    for node in case.nodes:
+        labels = {"kubernetes.io/hostname": node.name}
+        slices: list[dict[str, Any]] = []
+        if node.shape:
+            inv = build_inventory(node.shape, node.name)
+            labels.update(inv.node_labels())
+            slices = publish_slices(inv)
+        labels.update(node.labels)
+        out.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node.name, "labels": labels}})
+        out.extend(slices)
+    return out

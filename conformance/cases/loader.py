@@ -1,0 +1,184 @@
+"""Load ``*.case.yaml`` files: YAML with line marks, the closed schema, feature ids,
+placeholders and every manifest validated, each problem one ``file:line: path: message``.
+
+A file with a YAML syntax error yields one error; otherwise each document stands alone, so one
+broken case never hides its neighbours.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import jsonschema
+
+from ..errors import FieldError, LoadError, format_path
+from ..features import BY_ID, DEFAULT_GATES
+from ..model import parse_object
+from ..yamlmarks import MarkedDict, line_of, load_documents
+from .model import Case, NodeSpec, Step
+from .placeholders import resolve, substitute_runtime
+
+SCHEMA_PATH = Path(__file__).with_name("case.v1.json")
+_DURATION = re.compile(r"^([0-9]+)(ms|s|m)$")
+VALIDATION_NAMESPACE = "drakit-validate"
+
+
+@functools.lru_cache(maxsize=1)
+def _validator() -> jsonschema.Draft202012Validator:
+    schema = json.loads(SCHEMA_PATH.read_text())
+    return jsonschema.Draft202012Validator(schema)
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    cases: tuple[Case, ...]
+    errors: tuple[LoadError, ...]
+
+
+def load_file(path: Path, profile: Mapping[str, str], *, display: str | None = None) -> LoadResult:
+    name = display or str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return LoadResult((), (LoadError(name, None, f"cannot read: {exc}"),))
+    return load_text(text, name, profile)
+
+
+def load_text(text: str, file: str, profile: Mapping[str, str]) -> LoadResult:
+    source = tuple(text.splitlines())
+    try:
+        docs = list(load_documents(text, file))
+    except LoadError as exc:
+        return LoadResult((), (exc,))
+    cases: list[Case] = []
+    errors: list[LoadError] = []
+    starts = [start for start, _ in docs]
+    for i, (start, doc) in enumerate(docs):
+        end = (starts[i + 1] - 1) if i + 1 < len(docs) else len(source)
+        try:
+            cases.append(_load_case(doc, file, start, end, source, profile))
+        except LoadError as exc:
+            errors.append(exc)
+    seen: dict[str, int] = {}
+    for c in cases:
+        if c.id in seen:
+            errors.append(LoadError(file, c.line, f"duplicate case id {c.id!r} (first at line {seen[c.id]})", "id"))
+        seen.setdefault(c.id, c.line)
+    return LoadResult(tuple(c for c in cases if seen.get(c.id) == c.line), tuple(errors))
+
+
+def _schema_error(doc: Any, file: str, start: int) -> LoadError | None:
+    errs = sorted(_validator().iter_errors(doc), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    if not errs:
+        return None
+    best = max(errs, key=lambda e: len(e.absolute_path))
+    best = _deepest(best)
+    path = tuple(best.absolute_path)
+    msg = best.message
+    if best.validator == "additionalProperties":
+        extra = [k for k in (best.instance or {}) if k not in (best.schema.get("properties") or {})]
+        if extra:
+            path = path + (extra[0],)
+            msg = f"unknown field (allowed: {', '.join(sorted(best.schema.get('properties') or {}))})"
+    line = line_of(doc, path) or start
+    return LoadError(file, line, msg, format_path(path))
+
+
+def _deepest(err: jsonschema.ValidationError) -> jsonschema.ValidationError:
+    """For oneOf/anyOf failures, descend to the most specific sub-error."""
+    while err.context:
+        err = max(err.context, key=lambda e: (len(e.absolute_path), e.validator != "required"))
+    return err
+
+
+def _load_case(doc: Any, file: str, start: int, end: int, source: tuple[str, ...], profile: Mapping[str, str]) -> Case:
+    if not isinstance(doc, MarkedDict):
+        raise LoadError(file, start, "a case document must be a mapping")
+    problem = _schema_error(doc, file, start)
+    if problem:
+        raise problem
+    unknown: list[tuple[tuple[object, ...], str]] = []
+    doc = resolve(doc, profile, lambda p, k: unknown.append((p, k)))
+    if unknown:
+        p, key = unknown[0]
+        raise LoadError(file, line_of(doc, p) or start, f"unknown placeholder ${{{key}}} (not in the vendor profile)",
+                        format_path(p))
+    for i, f in enumerate(doc["features"]):
+        if f not in BY_ID:
+            raise LoadError(file, line_of(doc, ("features", i)) or start,
+                            f"unknown feature {f!r}; known: {', '.join(BY_ID)}", f"features[{i}]")
+    gates = dict(doc.get("featureGates") or {})
+    for g in gates:
+        if g not in DEFAULT_GATES:
+            raise LoadError(file, line_of(doc, ("featureGates", g)) or start, f"unknown feature gate {g!r}",
+                            f"featureGates.{g}")
+    steps = tuple(_step(doc, i, s, file, start) for i, s in enumerate(doc["steps"]))
+    hw = doc.get("hardware") or {}
+    nodes = tuple(NodeSpec(n["name"], n.get("shape"), dict(n.get("labels") or {})) for n in hw.get("nodes") or [])
+    names = [n.name for n in nodes]
+    if len(set(names)) != len(names):
+        raise LoadError(file, line_of(doc, ("hardware", "nodes")) or start, "node names must be unique", "hardware.nodes")
+    return Case(
+        id=doc["id"], title=doc["title"], description=doc.get("description", ""), features=tuple(doc["features"]),
+        profile=doc.get("profile", "required"), backends=tuple(doc.get("backends") or ("reference", "cluster")),
+        feature_gates=gates, namespace_labels=dict((doc.get("namespace") or {}).get("labels") or {}),
+        nodes=nodes, install_classes=bool(hw.get("classes", True)), steps=steps, file=file, line=start,
+        end_line=end, source=source,
+    )
+
+
+def _step(doc: Any, i: int, s: Any, file: str, start: int) -> Step:
+    path: tuple[object, ...] = ("steps", i)
+    line = line_of(doc, path) or start
+    name = s.get("name") or ""
+    within = _duration(s["within"]) if "within" in s else None
+    if "apply" in s:
+        manifests = s["apply"] if isinstance(s["apply"], list) else [s["apply"]]
+        if "expectError" not in s:
+            for j, m in enumerate(manifests):
+                mpath = path + ("apply",) + ((j,) if isinstance(s["apply"], list) else ())
+                _validate_manifest(doc, m, mpath, file, start)
+        plain = tuple(_plain(m) for m in manifests)
+        label = name or "apply " + ", ".join(f"{m['kind']}/{m['metadata'].get('name', '?')}" for m in plain)
+        return Step(i, label, "apply", line, manifests=plain, expect_error=s.get("expectError"), within=within)
+    if "delete" in s:
+        deletes = tuple(_plain(d) for d in s["delete"])
+        return Step(i, name or "delete " + ", ".join(f"{d['kind']}/{d['name']}" for d in deletes), "delete", line,
+                    deletes=deletes, within=within)
+    assertions = []
+    for j, a in enumerate(s["expect"]):
+        (key, body), = a.items()
+        assertions.append((line_of(doc, path + ("expect", j)) or line, key, _plain(body)))
+    return Step(i, name or "expect " + ", ".join(k for _, k, _ in assertions), "expect", line,
+                assertions=tuple(assertions), within=within)
+
+
+def _validate_manifest(doc: Any, manifest: Any, mpath: tuple[object, ...], file: str, start: int) -> None:
+    probe = substitute_runtime(_plain(manifest), VALIDATION_NAMESPACE)
+    try:
+        parse_object(probe)
+    except FieldError as exc:
+        line = line_of(doc, mpath + exc.path) or start
+        raise LoadError(file, line, exc.message, format_path(mpath + exc.path)) from None
+
+
+def _plain(v: Any) -> Any:
+    """Drop the line-mark subclasses so the value is plain JSON data."""
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    return copy.copy(v)
+
+
+def _duration(text: str) -> float:
+    m = _DURATION.match(text)
+    assert m is not None  # the schema guarantees the form
+    n, unit = int(m.group(1)), m.group(2)
+    return n / 1000 if unit == "ms" else n * (60 if unit == "m" else 1)

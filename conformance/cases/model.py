@@ -1,0 +1,50 @@
+"""A loaded case: what the YAML said, validated, with placeholders resolved and lines kept."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Step:
+    index: int
+    name: str
+    kind: str  # apply | delete | expect
+    line: int
+    manifests: tuple[dict[str, Any], ...] = ()
+    expect_error: str | None = None
+    deletes: tuple[dict[str, str], ...] = ()
+    assertions: tuple[tuple[int, str, dict[str, Any]], ...] = ()  # (line, name, body)
+    within: float | None = None
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    name: str
+    shape: str | None
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    title: str
+    description: str
+    features: tuple[str, ...]
+    profile: str
+    backends: tuple[str, ...]
+    feature_gates: dict[str, bool]
+    namespace_labels: dict[str, str]
+    nodes: tuple[NodeSpec, ...]
+    install_classes: bool
+    steps: tuple[Step, ...]
+    file: str
+    line: int
+    end_line: int
+    source: tuple[str, ...] = field(repr=False, default=())  # every line of the file
+
+    def excerpt(self, line: int, context: int = 3) -> dict[str, Any]:
+        start = max(self.line, line - context)
+        end = min(self.end_line, line + context)
+        return {"file": self.file, "startLine": start, "lines": list(self.source[start - 1:end]), "markLine": line}

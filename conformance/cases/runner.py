@@ -1,0 +1,138 @@
+"""Play one case's steps against one backend session and record what happened.
+
+The runner knows only the :class:`~conformance.backends.base.Session` seam. On a synchronous
+target an expectation is checked once; on a real cluster it is polled until ``within``.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..backends.base import ApiRejected, HarnessError, Session
+from .checks import CHECKS, ExpectationFailed
+from .model import Case, Step
+from .placeholders import substitute_runtime
+
+DEFAULT_WITHIN = 60.0
+POLL_INTERVAL = 0.25
+
+
+@dataclass
+class StepRecord:
+    name: str
+    kind: str
+    line: int
+    status: str = "not-run"
+    duration: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "line": self.line, "status": self.status,
+                "durationSeconds": round(self.duration, 6)}
+
+
+@dataclass
+class Outcome:
+    status: str  # passed | failed | error
+    steps: list[StepRecord]
+    failure: dict[str, Any] | None = None
+    diagnostics: dict[str, Any] | None = None
+
+
+@dataclass
+class _Failure(Exception):
+    line: int
+    summary: str
+    expected: Any = None
+    actual: Any = None
+    status: str = "failed"
+    detail: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def run_case(case: Case, session: Session, *, clock: Callable[[], float] = time.monotonic,
+             sleep: Callable[[float], None] = time.sleep) -> Outcome:
+    records = [StepRecord(s.name, s.kind, s.line) for s in case.steps]
+    for step, rec in zip(case.steps, records):
+        t0 = clock()
+        try:
+            _run_step(step, session, clock, sleep)
+            rec.status = "passed"
+        except _Failure as f:
+            rec.status = f.status
+            rec.duration = clock() - t0
+            return _failed(case, session, records, f)
+        except HarnessError as exc:
+            rec.status = "error"
+            rec.duration = clock() - t0
+            return _failed(case, session, records, _Failure(step.line, f"harness: {exc}", status="error"))
+        except Exception as exc:  # a bug in drakit: report it with the trace, never lose the result
+            rec.status = "error"
+            rec.duration = clock() - t0
+            return _failed(case, session, records, _Failure(
+                step.line, f"internal error: {type(exc).__name__}: {exc}", status="error",
+                detail="".join(traceback.format_exception(exc))))
+        rec.duration = clock() - t0
+    return Outcome("passed", records)
+
+
+def _failed(case: Case, session: Session, records: list[StepRecord], f: _Failure) -> Outcome:
+    try:
+        diag = session.diagnostics()
+    except Exception as exc:  # diagnostics must never hide the failure itself
+        diag = {"error": f"collecting diagnostics failed: {exc}"}
+    failure = {"summary": f.summary, "detail": f.detail, "yaml": case.excerpt(f.line), "expected": f.expected,
+               "actual": f.actual, "diff": _diff(f.expected, f.actual), "diagnostics": diag}
+    return Outcome(f.status, records, failure, diag)
+
+
+def _diff(expected: Any, actual: Any) -> str | None:
+    if expected is None or actual is None or isinstance(expected, str) or isinstance(actual, str):
+        return None
+    import difflib
+    import yaml
+    a = yaml.safe_dump(expected, sort_keys=True, default_flow_style=False).splitlines()
+    b = yaml.safe_dump(actual, sort_keys=True, default_flow_style=False).splitlines()
+    return "\n".join(difflib.unified_diff(a, b, "expected", "actual", lineterm="")) or None
+
+
+def _run_step(step: Step, s: Session, clock: Callable[[], float], sleep: Callable[[float], None]) -> None:
+    if step.kind == "apply":
+        for m in step.manifests:
+            obj = substitute_runtime(m, s.namespace)
+            what = f"{obj['kind']} {obj['metadata'].get('name') or obj['metadata'].get('generateName', '')}"
+            try:
+                s.apply(obj)
+            except ApiRejected as exc:
+                if step.expect_error is None:
+                    raise _Failure(step.line, f"{what} was rejected: {exc}", expected="accepted", actual=str(exc)) from None
+                if step.expect_error not in str(exc):
+                    raise _Failure(step.line, f"{what} was rejected for another reason: {exc}",
+                                   expected=step.expect_error, actual=str(exc)) from None
+                continue
+            if step.expect_error is not None:
+                raise _Failure(step.line, f"{what} was accepted, expected a rejection containing {step.expect_error!r}",
+                               expected=step.expect_error, actual="accepted")
+        return
+    if step.kind == "delete":
+        for d in step.deletes:
+            try:
+                s.delete(d["kind"], d["name"])
+            except KeyError as exc:
+                raise _Failure(step.line, f"cannot delete {d['kind']} {d['name']}: {exc}") from None
+        return
+    deadline = clock() + (step.within if step.within is not None else DEFAULT_WITHIN)
+    while True:
+        try:
+            for line, name, body in step.assertions:
+                try:
+                    CHECKS[name](s, substitute_runtime(body, s.namespace))
+                except ExpectationFailed as exc:
+                    raise _Failure(line, exc.summary, exc.expected, exc.actual) from None
+            return
+        except _Failure:
+            if s.synchronous or clock() >= deadline:
+                raise
+        sleep(POLL_INTERVAL)

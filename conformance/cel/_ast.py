@@ -1,0 +1,360 @@
+"""Reading and rewriting the checked AST of a compiled selector.
+
+``Expression.serialize()`` yields a ``cel.expr.CheckedExpr``; ``Env.deserialize()`` accepts one
+back. In between this module
+
+* emulates DRA's *unknown domain yields an empty map* rule for ``device.attributes`` and
+  ``device.capacity`` (see :func:`rewrite_domain_maps`),
+* runs the literal validators Kubernetes adds after type checking (regex, duration and
+  timestamp literals, homogeneous list and map literals), and
+* provides positions for error messages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from google.protobuf import any_pb2
+
+from ._proto import CHECKED_EXPR_URL, CheckedExpr
+
+__all__ = [
+    "DomainMapUse", "decode", "encode", "rewrite_domain_maps", "literal_issues", "format_issue",
+    "DOMAIN_MAPS", "HIDDEN_FIELDS", "DOMAIN_LOOKUP_FUNCTION",
+]
+
+DEVICE = "device"
+DOMAIN_MAPS = ("attributes", "capacity")
+#: Fields of the encoded ``device`` map holding the maps without pre-filled domains.
+HIDDEN_FIELDS = {"attributes": "@attributes", "capacity": "@capacity"}
+#: Replaces ``_[_]`` when a domain map is indexed with a computed key.
+DOMAIN_LOOKUP_FUNCTION = "@drakit.domain"
+
+_LOOKUP_CALLS = ("_[_]", "_[?_]")
+
+
+def decode(serialized: bytes) -> tuple[Any, Any]:
+    wrapper = any_pb2.Any()
+    wrapper.ParseFromString(serialized)
+    if wrapper.type_url != CHECKED_EXPR_URL:
+        raise ValueError(f"unexpected serialized expression type {wrapper.type_url!r}")
+    checked = CheckedExpr()
+    checked.ParseFromString(wrapper.value)
+    return wrapper, checked
+
+
+def encode(wrapper: Any, checked: Any) -> bytes:
+    wrapper.value = checked.SerializeToString()
+    return bytes(wrapper.SerializeToString())
+
+
+# -- unknown-domain emulation --------------------------------------------------------------
+
+
+@dataclass
+class DomainMapUse:
+    """What an expression does with ``device.attributes`` / ``device.capacity``.
+
+    ``literals[kind]``: domain names looked up with a constant key; the evaluation data gets an
+    empty map for each of them that the device lacks. ``real[kind]``: whether some node reads the
+    map as a whole (``in``, ``size``, iteration, ...); those nodes were redirected to a hidden
+    field holding the map as it is. ``alias_whole_use``: a ``cel.bind`` alias of the map was used
+    as a whole, which still sees the pre-filled domains (a documented approximation).
+    """
+
+    literals: dict[str, set[str]] = field(default_factory=lambda: {k: set() for k in DOMAIN_MAPS})
+    real: dict[str, bool] = field(default_factory=lambda: {k: False for k in DOMAIN_MAPS})
+    dynamic_lookups: int = 0
+    dynamic_optional_lookups: int = 0
+    alias_whole_use: bool = False
+
+
+def _const_string(expr: Any) -> str | None:
+    if expr.WhichOneof("expr_kind") == "const_expr" and expr.const_expr.WhichOneof("constant_kind") == "string_value":
+        return str(expr.const_expr.string_value)
+    return None
+
+
+def _classify(expr: Any, scope: dict[str, str | None]) -> str | None:
+    """``"device"``, ``"attributes"``, ``"capacity"`` or None for anything else."""
+    kind = expr.WhichOneof("expr_kind")
+    if kind == "ident_expr":
+        name = expr.ident_expr.name
+        if name in scope:
+            return scope[name]
+        return DEVICE if name == DEVICE else None
+    if kind == "select_expr":
+        sel = expr.select_expr
+        if not sel.test_only and sel.field in DOMAIN_MAPS and _classify(sel.operand, scope) == DEVICE:
+            return str(sel.field)
+        return None
+    if kind == "call_expr":
+        call = expr.call_expr
+        if call.function == "_[_]" and not call.HasField("target") and len(call.args) == 2:
+            key = _const_string(call.args[1])
+            if key in DOMAIN_MAPS and _classify(call.args[0], scope) == DEVICE:
+                return key
+    return None
+
+
+def _is_bind(comp: Any) -> bool:
+    rng = comp.iter_range
+    return rng.WhichOneof("expr_kind") == "list_expr" and len(rng.list_expr.elements) == 0
+
+
+class _DomainRewriter:
+    def __init__(self) -> None:
+        self.use = DomainMapUse()
+
+    def visit(self, expr: Any, scope: dict[str, str | None], lookup: bool = False) -> None:
+        kind = expr.WhichOneof("expr_kind")
+        cls = _classify(expr, scope)
+        if cls in DOMAIN_MAPS and not lookup:
+            self._whole_map_use(expr, cls)
+        if kind == "select_expr":
+            self._visit_select(expr.select_expr, scope)
+        elif kind == "call_expr":
+            self._visit_call(expr.call_expr, scope)
+        elif kind == "list_expr":
+            for element in expr.list_expr.elements:
+                self.visit(element, scope)
+        elif kind == "struct_expr":
+            for entry in expr.struct_expr.entries:
+                if entry.HasField("map_key"):
+                    self.visit(entry.map_key, scope)
+                self.visit(entry.value, scope)
+        elif kind == "comprehension_expr":
+            self._visit_comprehension(expr.comprehension_expr, scope)
+
+    def _whole_map_use(self, expr: Any, cls: str) -> None:
+        kind = expr.WhichOneof("expr_kind")
+        if kind == "ident_expr":
+            self.use.alias_whole_use = True
+            return
+        self.use.real[cls] = True
+        if kind == "select_expr":
+            expr.select_expr.field = HIDDEN_FIELDS[cls]
+        else:
+            expr.call_expr.args[1].const_expr.string_value = HIDDEN_FIELDS[cls]
+
+    def _visit_select(self, sel: Any, scope: dict[str, str | None]) -> None:
+        cls = _classify(sel.operand, scope)
+        if cls in DOMAIN_MAPS:
+            self.use.literals[cls].add(str(sel.field))
+            self.visit(sel.operand, scope, lookup=True)
+        elif cls == DEVICE:
+            self.visit(sel.operand, scope, lookup=True)
+        else:
+            self.visit(sel.operand, scope)
+
+    def _visit_call(self, call: Any, scope: dict[str, str | None]) -> None:
+        if call.HasField("target"):
+            self.visit(call.target, scope)
+        args = list(call.args)
+        operand_cls = _classify(args[0], scope) if args and not call.HasField("target") else None
+        if operand_cls in DOMAIN_MAPS and call.function in _LOOKUP_CALLS + ("_?._",) and len(args) == 2:
+            self._domain_lookup(call, operand_cls)
+            self.visit(args[0], scope, lookup=True)
+            self.visit(args[1], scope)
+            return
+        for i, arg in enumerate(args):
+            keeps_device = i == 0 and operand_cls == DEVICE and call.function in _LOOKUP_CALLS + ("_?._",)
+            self.visit(arg, scope, lookup=keeps_device)
+
+    def _domain_lookup(self, call: Any, cls: str) -> None:
+        key = _const_string(call.args[1])
+        if key is not None:
+            self.use.literals[cls].add(key)
+        elif call.function == "_[_]":
+            call.function = DOMAIN_LOOKUP_FUNCTION
+            self.use.dynamic_lookups += 1
+        else:
+            self.use.dynamic_optional_lookups += 1
+
+    def _visit_comprehension(self, comp: Any, scope: dict[str, str | None]) -> None:
+        inner = dict(scope)
+        if _is_bind(comp):
+            bound = _classify(comp.accu_init, scope)
+            self.visit(comp.accu_init, scope, lookup=bound is not None)
+            inner[comp.accu_var] = bound
+            self.visit(comp.result, inner)
+            return
+        self.visit(comp.iter_range, scope)
+        self.visit(comp.accu_init, scope)
+        for name in (comp.iter_var, comp.iter_var2, comp.accu_var):
+            if name:
+                inner[name] = None
+        self.visit(comp.loop_condition, inner)
+        self.visit(comp.loop_step, inner)
+        self.visit(comp.result, inner)
+
+
+def rewrite_domain_maps(checked: Any) -> DomainMapUse:
+    """Rewrite ``checked`` in place (see :class:`DomainMapUse`) and report what it uses.
+
+    Kubernetes wraps both maps so that looking up a missing domain returns ``{}`` while ``in``,
+    ``size()`` and iteration still see only the real domains. The engine has no such map, so:
+    lookups with a constant key stay as they are and the device data gets an empty map for each
+    such domain; whole-map uses are pointed at a hidden field without pre-filled domains; lookups
+    with a computed key call a Python function that returns ``{}`` for a missing domain.
+    """
+    rewriter = _DomainRewriter()
+    rewriter.visit(checked.expr, {})
+    return rewriter.use
+
+
+# -- literal validators --------------------------------------------------------------------
+
+
+def walk(expr: Any, parents: tuple[Any, ...] = ()) -> Iterator[tuple[Any, tuple[Any, ...]]]:
+    """Every node with its ancestors (nearest last)."""
+    yield expr, parents
+    kind = expr.WhichOneof("expr_kind")
+    below = parents + (expr,)
+    if kind == "select_expr":
+        yield from walk(expr.select_expr.operand, below)
+    elif kind == "call_expr":
+        if expr.call_expr.HasField("target"):
+            yield from walk(expr.call_expr.target, below)
+        for arg in expr.call_expr.args:
+            yield from walk(arg, below)
+    elif kind == "list_expr":
+        for element in expr.list_expr.elements:
+            yield from walk(element, below)
+    elif kind == "struct_expr":
+        for entry in expr.struct_expr.entries:
+            if entry.HasField("map_key"):
+                yield from walk(entry.map_key, below)
+            yield from walk(entry.value, below)
+    elif kind == "comprehension_expr":
+        comp = expr.comprehension_expr
+        for part in (comp.iter_range, comp.accu_init, comp.loop_condition, comp.loop_step, comp.result):
+            yield from walk(part, below)
+
+
+_VALIDATED_CALLS = {"matches": "matches", "duration": "duration", "timestamp": "timestamp"}
+
+
+def literal_arguments(checked: Any) -> list[tuple[str, str, int]]:
+    """(function, literal, node id) for the literal first argument of matches/duration/timestamp."""
+    found = []
+    for expr, _ in walk(checked.expr):
+        if expr.WhichOneof("expr_kind") != "call_expr":
+            continue
+        call = expr.call_expr
+        if call.function in _VALIDATED_CALLS and call.args:
+            literal = _const_string(call.args[0])
+            if literal is not None:
+                found.append((str(call.function), literal, int(call.args[0].id)))
+    return found
+
+
+def _format_type(t: Any) -> str:
+    kind = t.WhichOneof("type_kind")
+    if kind == "dyn":
+        return "dyn"
+    if kind == "null":
+        return "null_type"
+    if kind == "primitive":
+        return _PRIMITIVES.get(t.primitive, "unknown")
+    if kind == "wrapper":
+        return f"wrapper({_PRIMITIVES.get(t.wrapper, 'unknown')})"
+    if kind == "well_known":
+        return _WELL_KNOWN.get(t.well_known, "unknown")
+    if kind == "list_type":
+        return f"list({_format_type(t.list_type.elem_type)})"
+    if kind == "map_type":
+        return f"map({_format_type(t.map_type.key_type)}, {_format_type(t.map_type.value_type)})"
+    if kind == "message_type":
+        return str(t.message_type)
+    if kind == "type_param":
+        return str(t.type_param)
+    if kind == "type":
+        return f"type({_format_type(t.type)})"
+    if kind == "abstract_type":
+        params = ", ".join(_format_type(p) for p in t.abstract_type.parameter_types)
+        return f"{t.abstract_type.name}({params})" if params else str(t.abstract_type.name)
+    return kind or "unknown"
+
+
+_PRIMITIVES = {1: "bool", 2: "int", 3: "uint", 4: "double", 5: "string", 6: "bytes"}
+_WELL_KNOWN = {1: "any", 2: "google.protobuf.Timestamp", 3: "google.protobuf.Duration"}
+
+
+def format_type(t: Any) -> str:
+    """cel-go's spelling of a checked type (``int``, ``list(string)``, ``map(string, dyn)``)."""
+    return _format_type(t)
+
+
+def _in_format_call(parents: tuple[Any, ...]) -> bool:
+    return any(p.WhichOneof("expr_kind") == "call_expr" and p.call_expr.function == "format" for p in parents)
+
+
+def _unwrap_optional(t: Any) -> Any:
+    if t.WhichOneof("type_kind") == "abstract_type" and t.abstract_type.name == "optional_type" \
+            and t.abstract_type.parameter_types:
+        return t.abstract_type.parameter_types[0]
+    return t
+
+
+def homogeneous_literal_issues(checked: Any) -> list[tuple[int, str]]:
+    """Mixed-type list/map literals, which Kubernetes' environment rejects after type checking.
+
+    Members typed ``dyn`` are skipped: everything read from ``device`` is ``dyn`` in this
+    environment, while upstream knows e.g. ``device.driver`` is a string.
+    """
+    types = checked.type_map
+    issues: list[tuple[int, str]] = []
+    for expr, parents in walk(checked.expr):
+        kind = expr.WhichOneof("expr_kind")
+        if kind not in ("list_expr", "struct_expr") or _in_format_call(parents):
+            continue
+        if kind == "list_expr":
+            optional = set(expr.list_expr.optional_indices)
+            elements = [(e.id, i in optional) for i, e in enumerate(expr.list_expr.elements)]
+            issues += _mismatches(types, elements)
+        elif not expr.struct_expr.message_name:
+            entries = expr.struct_expr.entries
+            issues += _mismatches(types, [(e.map_key.id, False) for e in entries])
+            issues += _mismatches(types, [(e.value.id, e.optional_entry) for e in entries])
+    return issues
+
+
+def _mismatches(types: Any, members: list[tuple[int, bool]]) -> list[tuple[int, str]]:
+    first = None
+    for node_id, optional in members:
+        if node_id not in types:
+            continue
+        t = _unwrap_optional(types[node_id]) if optional else types[node_id]
+        if t.WhichOneof("type_kind") == "dyn":
+            continue  # ``device`` is dyn here but typed upstream: never report what we cannot know
+        if first is None:
+            first = t
+            continue
+        if t != first:
+            return [(node_id, f"expected type '{_format_type(first)}' but found '{_format_type(t)}'")]
+    return []
+
+
+# -- positions and messages ----------------------------------------------------------------
+
+
+def _location(checked: Any, source: str, node_id: int) -> tuple[int, int]:
+    offset = checked.source_info.positions.get(node_id)
+    if offset is None:
+        return -1, -1
+    codepoints = source  # offsets count code points
+    line_start = codepoints.rfind("\n", 0, offset) + 1
+    line = codepoints.count("\n", 0, offset) + 1
+    return line, offset - line_start + 1
+
+
+def format_issue(checked: Any, source: str, node_id: int, message: str) -> str:
+    """``ERROR: <input>:L:C: message`` followed by the source line and a caret, as cel-go prints."""
+    line, column = _location(checked, source, node_id)
+    text = f"ERROR: <input>:{line}:{column}: {message}"
+    if line > 0:
+        snippet = source.split("\n")[line - 1]
+        text += f"\n | {snippet}\n | {'.' * (column - 1)}^"
+    return text

@@ -1,0 +1,277 @@
+"""The engine environment, compilation (with a cache) and evaluation of device selectors."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from cel_expr_python import cel
+from cel_expr_python.ext import ext_bindings, ext_optional
+
+from . import _ast
+from ._cost import API_VALUE_BOUND, estimate_cost
+from ._device import EncodedDevice
+from ._errors import (COST_LIMIT_TEXT, CelCompileError, CelRuntimeError, compile_error_text, runtime_error_text,
+                      strip_status)
+from ._functions import declarations
+from ._proto import VALUE_POOL
+
+__all__ = [
+    "MAX_EXPRESSION_LENGTH", "MAX_COST", "CACHE_SIZE", "ENGINE_BUDGET_TEXT", "CelUnsupportedError", "Selector",
+    "compile_selector", "validate_expression",
+]
+
+MAX_EXPRESSION_LENGTH = 10 * 1024
+MAX_COST = 1_000_000
+CACHE_SIZE = 1024
+#: The engine's own, fixed guard (about 10,000 comprehension iterations per evaluation).
+ENGINE_BUDGET_TEXT = ("CEL engine limit: more than 10000 comprehension iterations in one evaluation "
+                      "(a fixed limit of cel-expr-python; Kubernetes only stops at its cost limit)")
+
+
+class CelUnsupportedError(CelCompileError):
+    """Valid for Kubernetes but not compilable by this kit's engine (e.g. two-variable macros)."""
+
+
+_T = cel.Type
+_TWO_VARIABLE_MACRO = re.compile(
+    r"\.\s*(all|exists|existsOne|exists_one|transformList|transformMap|transformMapEntry)\s*\(\s*[A-Za-z_]\w*\s*,"
+    r"\s*[A-Za-z_]\w*\s*,")
+_MIXED_NUMERIC_ORDER = re.compile(
+    r"found no matching overload for '_(<|<=|>|>=)_' applied to '\((int|uint|double), (int|uint|double)\)'")
+_RESULT_TYPES = {"BOOL": "bool", "INT": "int", "UINT": "uint", "DOUBLE": "double", "STRING": "string",
+                 "BYTES": "bytes", "LIST": "list", "MAP": "map", "NULL": "null_type", "TYPE": "type",
+                 "DURATION": "google.protobuf.Duration", "TIMESTAMP": "google.protobuf.Timestamp"}
+
+
+# -- environment --------------------------------------------------------------------------
+
+
+class _Engine:
+    """The engine environment plus tiny probe programs used to validate literals."""
+
+    def __init__(self) -> None:
+        functions = declarations() + [_domain_lookup_declaration()]
+        self.env = cel.NewEnv(VALUE_POOL, variables={"device": _T.DYN}, functions=functions,
+                              extensions=[ext_optional.ExtOptional(version=2), ext_bindings.ExtBindings()])
+        self.env.compile("true")  # declaration conflicts only surface on the first compile
+        self.probes = {
+            "matches": self.env.compile('"".matches(device)'),
+            "duration": self.env.compile("duration(device)"),
+            "timestamp": self.env.compile("timestamp(device)"),
+        }
+
+    def literal_error(self, function: str, literal: str) -> str | None:
+        value = self.probes[function].eval(data={"device": literal})
+        if value.type() == _T.ERROR:
+            return strip_status(str(value.value()))
+        return None
+
+
+def _domain_lookup(domains: Any, key: Any) -> Any:
+    return domains.get(key, {}) if isinstance(domains, dict) else {}
+
+
+def _domain_lookup_declaration() -> cel.FunctionDecl:
+    overload = cel.Overload("drakit_domain_lookup", _T.DYN, [_T.Map(_T.STRING, _T.DYN), _T.STRING],
+                            impl=_domain_lookup)
+    return cel.FunctionDecl(_ast.DOMAIN_LOOKUP_FUNCTION, [overload])
+
+
+_engine_lock = threading.Lock()
+_engine: _Engine | None = None
+
+
+def _get_engine() -> _Engine:
+    global _engine
+    if _engine is None:
+        with _engine_lock:
+            if _engine is None:
+                _engine = _Engine()
+    return _engine
+
+
+# -- selectors ----------------------------------------------------------------------------
+
+
+class Selector:
+    """A compiled selector expression. Immutable; safe to share between threads."""
+
+    __slots__ = ("expression", "_program", "_checked", "_static_cost", "_attr_literals", "_cap_literals",
+                 "_real_attributes", "_real_capacity", "_plain")
+
+    def __init__(self, expression: str, program: Any, checked: Any, use: _ast.DomainMapUse) -> None:
+        self.expression = expression
+        self._program = program
+        self._checked = checked
+        self._static_cost = estimate_cost(checked)
+        self._attr_literals = frozenset(use.literals["attributes"])
+        self._cap_literals = frozenset(use.literals["capacity"])
+        self._real_attributes = use.real["attributes"]
+        self._real_capacity = use.real["capacity"]
+        self._plain = not (self._real_attributes or self._real_capacity)
+
+    @property
+    def static_cost(self) -> int:
+        """Upper bound of the cost on any device within the API's size limits."""
+        return self._static_cost
+
+    def estimated_cost(self, device: EncodedDevice | None = None) -> int:
+        """Upper bound of the cost of evaluating on ``device`` (on any valid device if None)."""
+        if device is None:
+            return self._static_cost
+        return estimate_cost(self._checked, device.device, max(API_VALUE_BOUND, device.largest))
+
+    def matches(self, device: EncodedDevice) -> bool:
+        """Evaluate on ``device``; ``CelRuntimeError`` with upstream's wording on any error."""
+        if device.error is not None:
+            raise CelRuntimeError(device.error)
+        if (self._static_cost > MAX_COST or device.largest > API_VALUE_BOUND) \
+                and self.estimated_cost(device) > MAX_COST:
+            raise CelRuntimeError(COST_LIMIT_TEXT)
+        try:
+            value = self._program.eval(data=self._data(device))
+        except RuntimeError as err:
+            raise _engine_exception(str(err)) from None
+        result = value.value()
+        if type(result) is bool:
+            return result
+        kind = value.type()
+        if kind == _T.ERROR:
+            raise CelRuntimeError(runtime_error_text(str(result)), str(result))
+        raise CelRuntimeError(f"CEL result of type {_result_type_name(kind)} could not be converted to bool")
+
+    def _data(self, device: EncodedDevice) -> dict[str, Any]:
+        missing_attr = self._attr_literals - device.attribute_domains if self._attr_literals else None
+        missing_cap = self._cap_literals - device.capacity_domains if self._cap_literals else None
+        if self._plain and not missing_attr and not missing_cap:
+            return device.data
+        base = device.device
+        patched = dict(base)
+        if missing_attr:
+            patched["attributes"] = {**base["attributes"], **{d: {} for d in missing_attr}}
+        if missing_cap:
+            patched["capacity"] = {**base["capacity"], **{d: {} for d in missing_cap}}
+        if self._real_attributes:
+            patched[_ast.HIDDEN_FIELDS["attributes"]] = base["attributes"]
+        if self._real_capacity:
+            patched[_ast.HIDDEN_FIELDS["capacity"]] = base["capacity"]
+        return {"device": patched}
+
+    def __repr__(self) -> str:
+        return f"Selector({self.expression!r})"
+
+
+def _engine_exception(text: str) -> CelRuntimeError:
+    if "Iteration budget exceeded" in text:
+        return CelRuntimeError(ENGINE_BUDGET_TEXT, text)
+    return CelRuntimeError(runtime_error_text(text), text)
+
+
+def _result_type_name(kind: Any) -> str:
+    name = kind.name()
+    base = name.split("<", 1)[0]
+    if base.lower().startswith("optional"):
+        return "optional_type"
+    return _RESULT_TYPES.get(base, name)
+
+
+# -- compilation --------------------------------------------------------------------------
+
+
+def _compile_failure(expression: str, raw: str) -> CelCompileError:
+    detail = compile_error_text(raw)
+    if _TWO_VARIABLE_MACRO.search(expression):
+        return CelUnsupportedError(detail + "\n(two-variable comprehensions are not supported by this kit's CEL engine)")
+    mixed = _MIXED_NUMERIC_ORDER.search(raw)
+    if mixed and mixed.group(2) != mixed.group(3):
+        return CelUnsupportedError(detail + "\n(ordering across int, uint and double is not supported by this kit's "
+                                   "CEL type checker; wrap one side in dyn())")
+    return CelCompileError(detail)
+
+
+def _validate_checked(engine: _Engine, expression: str, checked: Any) -> None:
+    issues = [(node_id, message) for node_id, message in _ast.homogeneous_literal_issues(checked)]
+    for function, literal, node_id in _ast.literal_arguments(checked):
+        if engine.literal_error(function, literal) is not None:
+            issues.append((node_id, f"invalid {function} argument"))
+    if issues:
+        lines = [_ast.format_issue(checked, expression, node_id, message) for node_id, message in issues]
+        raise CelCompileError("compilation failed: " + "\n".join(lines))
+    root_type = checked.type_map.get(checked.expr.id)
+    if root_type is not None and root_type.WhichOneof("type_kind") not in ("dyn", None) \
+            and _ast.format_type(root_type) != "bool":
+        raise CelCompileError(f"must evaluate to bool or the unknown type, not {_ast.format_type(root_type)}")
+
+
+def _compile(expression: str) -> Selector:
+    size = len(expression.encode("utf-8"))
+    if size > MAX_EXPRESSION_LENGTH:
+        raise CelCompileError(f"expression too long: {size} bytes, limit {MAX_EXPRESSION_LENGTH}")
+    engine = _get_engine()
+    try:
+        program = engine.env.compile(expression)
+    except RuntimeError as err:
+        raise _compile_failure(expression, str(err)) from None
+    wrapper, checked = _ast.decode(program.serialize())
+    _validate_checked(engine, expression, checked)
+    use = _ast.rewrite_domain_maps(checked)
+    rewritten = engine.env.deserialize(_ast.encode(wrapper, checked))
+    return Selector(expression, rewritten, checked, use)
+
+
+class _SelectorCache:
+    """A small thread-safe LRU of compilation outcomes (selectors and compile errors)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: OrderedDict[str, Selector | CelCompileError] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, expression: str) -> Selector | CelCompileError | None:
+        with self._lock:
+            found = self._items.get(expression)
+            if found is not None:
+                self._items.move_to_end(expression)
+            return found
+
+    def put(self, expression: str, outcome: Selector | CelCompileError) -> None:
+        with self._lock:
+            self._items[expression] = outcome
+            self._items.move_to_end(expression)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+_cache = _SelectorCache(CACHE_SIZE)
+
+
+def compile_selector(expression: str) -> Selector:
+    """Compile (or fetch from the cache) a selector; ``CelCompileError`` if it is invalid."""
+    outcome = _cache.get(expression)
+    if outcome is None:
+        try:
+            outcome = _compile(expression)
+        except CelCompileError as err:
+            outcome = err
+        _cache.put(expression, outcome)
+    if isinstance(outcome, CelCompileError):
+        raise type(outcome)(str(outcome))
+    return outcome
+
+
+def validate_expression(expression: str) -> str | None:
+    """None if ``expression`` compiles, otherwise a one-line description of the problem."""
+    try:
+        compile_selector(expression)
+    except CelCompileError as err:
+        lines = str(err).split("\n")
+        hint = lines[-1] if len(lines) > 1 and lines[-1].startswith("(") else ""
+        return (lines[0] + (" " + hint if hint else "")).strip()
+    return None

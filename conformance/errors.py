@@ -1,0 +1,43 @@
+"""Errors a user can act on: one line that says what and where."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+def format_path(path: tuple[object, ...]) -> str:
+    """('spec', 'devices', 'requests', 0, 'name') -> 'spec.devices.requests[0].name'."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "<root>"
+
+
+class FieldError(ValueError):
+    """A validation failure at a field path inside one object (no file position yet)."""
+
+    def __init__(self, path: tuple[object, ...], message: str) -> None:
+        super().__init__(f"{format_path(path)}: {message}")
+        self.path = path
+        self.message = message
+
+
+@dataclass
+class LoadError(Exception):
+    """A problem in an input file, rendered as ``file:line: path: message``."""
+
+    file: str
+    line: int | None
+    message: str
+    path: str | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+
+
+class ApiRejected(Exception):
+    """An API server (real or reference) refused an object; the message reads like kubectl's."""

@@ -1,0 +1,199 @@
+"""The pytest plugin: collects ``*.case.yaml`` files and runs each case on each backend.
+
+Collection is deterministic (file order, document order, a fixed backend order) and never talks
+to a target, so ``-n 2`` workers agree with the controller. A case file that cannot be loaded
+becomes an item that errors with one ``file:line: path: message`` line: the other cases still
+run and every result reaches ``results.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from .cases.loader import load_file
+from .cases.model import Case
+from .cases.runner import run_case
+from .errors import LoadError
+from .features import BY_ID, FEATURES, parse_gates
+from .results import ResultsCollector
+
+BACKEND_ORDER = ("reference", "cluster")
+SUFFIX = ".case.yaml"
+_BACKENDS = pytest.StashKey[dict[str, Any]]()
+_PROFILE = pytest.StashKey[dict[str, str]]()
+_COLLECTOR = pytest.StashKey[ResultsCollector]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    g = parser.getgroup("drakit", "drakit DRA conformance")
+    g.addoption("--drakit-backend", default="reference",
+                help="comma-separated backends to run the cases on: reference, cluster (default: reference)")
+    g.addoption("--drakit-feature-gates", default="",
+                help="feature gates of the reference backend on top of the 1.37 defaults, e.g. DRAListTypeAttributes=true")
+    g.addoption("--drakit-profile", default=None,
+                help="vendor profile YAML that resolves ${driver.*}, ${class.*}, ${attr.*} (default: the fake driver's)")
+    g.addoption("--drakit-out", default=None, help="write results.json, junit.xml and report.html to this folder")
+
+
+def feature_marker(feature_id: str) -> str:
+    return "feature_" + feature_id.replace("-", "_")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "dra_feature(id): the DRA feature (registry id) a case exercises")
+    config.addinivalue_line("markers", "profile_required: a case every conformant target must pass")
+    config.addinivalue_line("markers", "profile_optional: a case that does not decide the verdict")
+    for b in BACKEND_ORDER:
+        config.addinivalue_line("markers", f"backend_{b}: runs on the {b} backend")
+    for f in FEATURES:
+        config.addinivalue_line("markers", f"{feature_marker(f.id)}: DRA feature {f.id} (KEP-{f.kep})")
+    backends = [b.strip() for b in config.getoption("--drakit-backend").split(",") if b.strip()]
+    unknown = [b for b in backends if b not in BACKEND_ORDER]
+    if unknown or not backends:
+        raise pytest.UsageError(f"--drakit-backend: unknown backend {', '.join(unknown) or '(none)'}; use reference, cluster")
+    try:
+        gates = parse_gates(config.getoption("--drakit-feature-gates"))
+    except ValueError as exc:
+        raise pytest.UsageError(f"--drakit-feature-gates: {exc}") from None
+    from fake_driver.profile import load_profile
+    try:
+        config.stash[_PROFILE] = load_profile(config.getoption("--drakit-profile"))
+    except (OSError, ValueError) as exc:
+        raise pytest.UsageError(f"--drakit-profile: {exc}") from None
+    config.stash[_BACKENDS] = {"names": [b for b in BACKEND_ORDER if b in backends], "gates": gates, "instances": {}}
+    if not hasattr(config, "workerinput"):
+        collector = ResultsCollector(config, gates=gates, backends=config.stash[_BACKENDS]["names"])
+        config.stash[_COLLECTOR] = collector
+        config.pluginmanager.register(collector, "drakit-results")
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if file_path.name.endswith(SUFFIX):
+        return CaseFile.from_parent(parent, path=file_path)
+    return None
+
+
+def _backend(config: pytest.Config, name: str) -> Any:
+    state = config.stash[_BACKENDS]
+    inst = state["instances"].get(name)
+    if inst is None:
+        if name == "reference":
+            from .backends.reference import ReferenceBackend
+            inst = ReferenceBackend(state["gates"])
+        else:
+            from .backends.cluster import ClusterBackend  # noqa: F401 - raises a clear error until it exists
+            inst = ClusterBackend(config)
+        state["instances"][name] = inst
+    return inst
+
+
+class CaseFile(pytest.File):
+    def collect(self) -> Iterator[pytest.Item]:
+        try:
+            display = str(self.path.relative_to(self.config.rootpath))
+        except ValueError:
+            display = str(self.path)
+        loaded = load_file(self.path, self.config.stash[_PROFILE], display=display)
+        for err in loaded.errors:
+            yield LoadErrorItem.from_parent(self, name=f"load-error[{display}:{err.line or 0}]", error=err)
+        backends = self.config.stash[_BACKENDS]["names"]
+        for case in loaded.cases:
+            for backend in backends:
+                if backend not in case.backends:
+                    continue
+                item = CaseItem.from_parent(self, name=f"{case.id}[{backend}]", case=case, backend=backend)
+                for f in case.features:
+                    item.add_marker(pytest.mark.dra_feature(f))
+                    item.add_marker(getattr(pytest.mark, feature_marker(f)))
+                item.add_marker(getattr(pytest.mark, f"backend_{backend}"))
+                item.add_marker(getattr(pytest.mark, f"profile_{case.profile}"))
+                yield item
+
+
+class CaseFailed(Exception):
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+class CaseItem(pytest.Item):
+    def __init__(self, *, case: Case, backend: str, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.case = case
+        self.backend = backend
+
+    def _record(self, **extra: Any) -> None:
+        c = self.case
+        data = {"id": c.id, "backend": self.backend, "title": c.title, "description": c.description,
+                "features": list(c.features), "profile": c.profile, "file": c.file, "line": c.line,
+                "steps": [], "failure": None, **extra}
+        self.user_properties.append(("drakit", json.dumps(data, sort_keys=True, default=str)))
+
+    def setup(self) -> None:
+        unmet = _backend(self.config, self.backend).unmet(self.case)
+        if unmet:
+            self._record(outcome="skipped")
+            pytest.skip(f"[{unmet[0]}] {unmet[1]}")
+
+    def runtest(self) -> None:
+        backend = _backend(self.config, self.backend)
+        session = backend.open(self.case)
+        outcome = run_case(self.case, session)
+        session.close(failed=outcome.status != "passed")
+        self._record(outcome=outcome.status, steps=[s.to_json() for s in outcome.steps], failure=outcome.failure)
+        if outcome.status != "passed":
+            raise CaseFailed(render_failure(self.case, outcome.failure or {}))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, CaseFailed):
+            return excinfo.value.text
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, self.case.line - 1, f"{self.case.id} [{self.backend}]"
+
+
+class LoadErrorItem(pytest.Item):
+    def __init__(self, *, error: LoadError, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.error = error
+
+    def runtest(self) -> None:
+        self.user_properties.append(("drakit", json.dumps({
+            "id": self.error.file, "backend": "-", "title": "case file could not be loaded", "description": "",
+            "features": [], "profile": "required", "file": self.error.file, "line": self.error.line or 0, "steps": [],
+            "outcome": "error", "failure": {"summary": str(self.error), "detail": "", "yaml": None, "expected": None,
+                                            "actual": None, "diff": None, "diagnostics": None}})))
+        raise CaseFailed(str(self.error))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        return str(excinfo.value)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, (self.error.line or 1) - 1, f"load error {self.error.file}"
+
+
+def render_failure(case: Case, failure: dict[str, Any]) -> str:
+    lines = [failure.get("summary", "failed")]
+    y = failure.get("yaml")
+    if y:
+        lines.append(f"  at {y['file']}:{y['markLine']} ({case.id})")
+        width = len(str(y["startLine"] + len(y["lines"])))
+        for i, text in enumerate(y["lines"]):
+            n = y["startLine"] + i
+            lines.append(f"  {'>' if n == y['markLine'] else ' '} {n:>{width}} | {text}")
+    if failure.get("diff"):
+        lines.append("  diff (expected -> actual):")
+        lines.extend("    " + d for d in failure["diff"].splitlines()[:60])
+    elif failure.get("expected") is not None or failure.get("actual") is not None:
+        lines.append(f"  expected: {json.dumps(failure.get('expected'), default=str)[:500]}")
+        lines.append(f"  actual:   {json.dumps(failure.get('actual'), default=str)[:500]}")
+    if failure.get("detail"):
+        lines.append(failure["detail"])
+    return "\n".join(lines)

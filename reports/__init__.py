@@ -1,0 +1,360 @@
+"""Renderers that turn a drakit ``results.json`` into an HTML report, JUnit XML and a terminal summary.
+
+Everything here is a pure function of the results dict, except :func:`load_results` (reads a
+file) and :func:`render_all` (writes the reports). This package depends on nothing but the
+``drakit.results/v1`` schema (``reports/schema/results.v1.json``): the feature registry reaches
+it as the ``features`` snapshot inside the results file.
+
+Public API::
+
+    load_results(path) -> dict            parse and validate; ResultsError on any problem
+    validate_results(obj) -> None         validate an in-memory results dict
+    compute_summary(cases) -> dict        the ``summary`` block
+    compute_verdict(cases) -> dict        the ``verdict`` block (VERDICT_RULE is the rule text)
+    render_all(results, out_dir) -> dict  writes report.html and junit.xml
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, NoReturn
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "STATUSES",
+    "SKIP_CATEGORIES",
+    "VERDICT_RULE",
+    "ResultsError",
+    "load_results",
+    "validate_results",
+    "compute_summary",
+    "compute_verdict",
+    "render_all",
+]
+
+SCHEMA_VERSION = "drakit.results/v1"
+
+STATUSES: tuple[str, ...] = ("passed", "failed", "error", "skipped", "xfail", "flaky")
+SKIP_CATEGORIES: tuple[str, ...] = (
+    "feature-disabled", "api-not-served", "inventory", "backend", "not-applicable", "other",
+)
+# Status text is always shown together with a symbol, so colour is never the only signal.
+SYMBOLS: dict[str, str] = {
+    "passed": "✔", "failed": "✘", "error": "⚠", "skipped": "⏭", "xfail": "⊘", "flaky": "↻",
+    "no cases": "·",
+}
+# How a group of outcomes rolls up into one label: the first status present wins,
+# except that a group holding only skips is "skipped".
+ROLLUP_ORDER: tuple[str, ...] = ("failed", "error", "xfail", "flaky", "passed", "skipped")
+
+# ---------------------------------------------------------------------------------------------
+# The verdict. The rule text and the code that applies it live here and only here.
+
+VERDICT_RULE = (
+    "pass when every required case passed (flaky counts as passed) on each backend that ran it, "
+    "skips as not-applicable or backend aside; fail when a required case failed, errored or is "
+    "xfail, or a case file did not load; incomplete when no required case ran or a required "
+    "case was skipped for any other reason"
+)
+_PASSING = frozenset({"passed", "flaky"})
+_FAILING = frozenset({"failed", "error", "xfail"})
+_IGNORED_SKIPS = frozenset({"not-applicable", "backend"})
+
+
+def is_load_error(case: Mapping[str, Any]) -> bool:
+    """A case file that did not load is reported as an error case whose id is the file path."""
+    return case.get("status") == "error" and case.get("id") == case.get("file")
+
+
+def verdict_reasons(cases: Iterable[Mapping[str, Any]]) -> tuple[str, list[Mapping[str, Any]]]:
+    """Apply :data:`VERDICT_RULE`: the result and the cases that decided it (empty for pass)."""
+    cases = list(cases)
+    required = [c for c in cases if c.get("profile") == "required"]
+    failing = [c for c in cases if is_load_error(c)
+               or (c.get("profile") == "required" and c["status"] in _FAILING)]
+    if failing:
+        return "fail", failing
+    blocked = [c for c in required if c["status"] == "skipped"
+               and (c.get("skip") or {}).get("category") not in _IGNORED_SKIPS]
+    ran = [c for c in required if c["status"] in _PASSING]
+    if blocked or not ran:
+        return "incomplete", blocked
+    return "pass", []
+
+
+def compute_verdict(cases: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """The ``verdict`` block of a results file."""
+    result, _ = verdict_reasons(cases)
+    return {"result": result, "rule": VERDICT_RULE}
+
+
+def compute_summary(cases: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """The ``summary`` block: the total and one count per status."""
+    summary = {"total": 0, **{s: 0 for s in STATUSES}}
+    for case in cases:
+        summary["total"] += 1
+        summary[case["status"]] += 1
+    return summary
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading and validation.
+
+class ResultsError(ValueError):
+    """A results file is unreadable or does not match ``drakit.results/v1``. One line: where, what."""
+
+
+@lru_cache(maxsize=1)
+def _schema() -> dict[str, Any]:
+    text = resources.files(__name__).joinpath("schema/results.v1.json").read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def validate_results(obj: Any, *, source: str = "results") -> None:
+    """Raise :class:`ResultsError` unless *obj* is a valid ``drakit.results/v1`` document.
+
+    Beyond the JSON Schema it checks what a schema cannot: unique (case id, backend) pairs,
+    case features that the registry snapshot knows, and a summary that matches the cases.
+    """
+    import jsonschema  # imported here: only loading and validating need it
+
+    def fail(path: str, message: str) -> NoReturn:
+        raise ResultsError(f"{source}: {path}: {_one_line(message)}")
+
+    if not isinstance(obj, dict):
+        fail("$", f"expected a JSON object, found {type(obj).__name__}")
+    version = obj.get("schemaVersion")
+    if version != SCHEMA_VERSION:
+        fail("$.schemaVersion", f"unsupported schema version {version!r} (this drakit reads {SCHEMA_VERSION})")
+    validator = jsonschema.Draft202012Validator(_schema())
+    error = jsonschema.exceptions.best_match(validator.iter_errors(obj))
+    if error is not None:
+        fail(error.json_path, error.message)
+
+    feature_ids = [f["id"] for f in obj["features"]]
+    seen_features: set[str] = set()
+    for i, fid in enumerate(feature_ids):
+        if fid in seen_features:
+            fail(f"$.features[{i}].id", f"feature {fid!r} is listed twice")
+        seen_features.add(fid)
+    seen_cases: set[tuple[str, str]] = set()
+    for i, case in enumerate(obj["cases"]):
+        key = (case["id"], case["backend"])
+        if key in seen_cases:
+            fail(f"$.cases[{i}]", f"case {case['id']!r} on backend {case['backend']!r} appears twice")
+        seen_cases.add(key)
+        for j, fid in enumerate(case["features"]):
+            if fid not in seen_features:
+                fail(f"$.cases[{i}].features[{j}]", f"unknown feature {fid!r} (not in $.features)")
+    expected = compute_summary(obj["cases"])
+    for key, count in expected.items():
+        if obj["summary"][key] != count:
+            fail(f"$.summary.{key}", f"is {obj['summary'][key]} but the cases hold {count}")
+
+
+def load_results(path: str | Path) -> dict[str, Any]:
+    """Read and validate a results file. Every problem is a :class:`ResultsError` naming the file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ResultsError(f"{path}: not UTF-8 text: {exc.reason} at byte {exc.start}") from None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ResultsError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+    validate_results(obj, source=str(path))
+    result: dict[str, Any] = obj
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers shared by the renderers (pure).
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def _picture(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x20:
+        return chr(0x2400 + code)  # Unicode "control pictures": U+0007 shows as ␇
+    if code == 0x7F:
+        return "␡"
+    if 0xD800 <= code <= 0xDFFF:
+        return "\ufffd"
+    return f"\\x{code:02x}"
+
+
+def clean_text(text: str) -> str:
+    """A string safe to show as text anywhere: control characters (terminal escapes included)
+    become visible symbols, lone surrogates become U+FFFD, CRLF becomes LF; tab and LF stay."""
+    return _CONTROL.sub(_picture, text.replace("\r\n", "\n"))
+
+
+def clean_strings(value: Any) -> Any:
+    """A copy of a JSON value with :func:`clean_text` applied to every string and key."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, Mapping):
+        return {clean_text(str(k)): clean_strings(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean_strings(v) for v in value]
+    return value
+
+
+def backend_order(results: Mapping[str, Any]) -> list[str]:
+    """Backends in the order the environment lists them, then any others the cases name, sorted."""
+    order = list(results["environment"]["backends"])
+    extra = sorted({c["backend"] for c in results["cases"]} - set(order))
+    return order + extra
+
+
+def sorted_cases(results: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Cases by the registry position of their first feature (featureless last), id, backend."""
+    fpos = {f["id"]: i for i, f in enumerate(results["features"])}
+    bpos = {b: i for i, b in enumerate(backend_order(results))}
+    nofeature = len(fpos)
+
+    def key(case: Mapping[str, Any]) -> tuple[int, str, int]:
+        first = case["features"][0] if case["features"] else None
+        return (fpos.get(first, nofeature) if first else nofeature, case["id"], bpos[case["backend"]])
+
+    return sorted(results["cases"], key=key)
+
+
+def count_statuses(cases: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    counts = {s: 0 for s in STATUSES}
+    for case in cases:
+        counts[case["status"]] += 1
+    return counts
+
+
+def rollup(counts: Mapping[str, int]) -> str:
+    """One label for a group of outcomes: ``no cases``, or the most serious status present."""
+    if not any(counts.values()):
+        return "no cases"
+    for status in ROLLUP_ORDER:
+        if counts.get(status):
+            return status
+    return "no cases"  # pragma: no cover - every status is in ROLLUP_ORDER
+
+
+def feature_matrix(results: Mapping[str, Any]) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
+    """(feature id, backend) -> the cases exercising that feature on that backend, in report order.
+
+    A case counts under every feature it names (the JUnit file lists it under its first only).
+    """
+    cells: dict[tuple[str, str], list[Mapping[str, Any]]] = {
+        (f["id"], b): [] for f in results["features"] for b in backend_order(results)
+    }
+    for case in sorted_cases(results):
+        for fid in dict.fromkeys(case["features"]):
+            cells[(fid, case["backend"])].append(case)
+    return cells
+
+
+def reason_line(case: Mapping[str, Any]) -> str:
+    """The first line of why a case did not simply pass ("" when it did)."""
+    if case.get("failure"):
+        return first_line(case["failure"]["summary"])
+    if case.get("skip"):
+        return f"[{case['skip']['category']}] {first_line(case['skip']['message'])}"
+    return ""
+
+
+def first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
+
+
+_CREDENTIAL_KEY = re.compile(
+    r"token|passw(or)?d|passphrase|secret|authori[sz]ation|clientkey|privatekey|apikey|bearer|"
+    r"credential|cookie|sessionkey"
+)
+_CREDENTIAL_FLAG = re.compile(r"^(--?[\w.-]*(token|password|passwd|secret|authorization|client-key|"
+                              r"bearer|credential|api-key|private-key)[\w.-]*)(=.*)?$", re.IGNORECASE)
+_BEARER = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}")
+REDACTED = "REDACTED"
+
+
+def is_credential_key(key: str) -> bool:
+    """Keys named like token, password, secret, authorization, client-key, bearer (any spelling)."""
+    return bool(_CREDENTIAL_KEY.search(re.sub(r"[^a-z0-9]", "", key.lower())))
+
+
+def redact(value: Any) -> tuple[Any, int]:
+    """Drop credential-like keys anywhere in *value*, and mask bearer tokens inside strings.
+
+    Returns the cleaned copy and how many keys were dropped.
+    """
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        dropped = 0
+        for key, item in value.items():
+            if is_credential_key(str(key)):
+                dropped += 1
+                continue
+            out[key], n = redact(item)
+            dropped += n
+        return out, dropped
+    if isinstance(value, list):
+        items = [redact(item) for item in value]
+        return [v for v, _ in items], sum(n for _, n in items)
+    if isinstance(value, str):
+        return _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", value), 0
+    return value, 0
+
+
+def redact_command(argv: Sequence[str]) -> list[str]:
+    """A command line with the values of credential-like flags masked."""
+    out: list[str] = []
+    mask_next = False
+    for arg in argv:
+        if mask_next:
+            out.append(REDACTED)
+            mask_next = False
+            continue
+        m = _CREDENTIAL_FLAG.match(arg)
+        if m and m.group(3):
+            out.append(f"{m.group(1)}={REDACTED}")
+        elif m:
+            out.append(arg)
+            mask_next = True
+        else:
+            out.append(_BEARER.sub(lambda b: f"{b.group(1)} {REDACTED}", arg))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The one function with output I/O.
+
+def render_all(results: Mapping[str, Any], out_dir: Path) -> dict[str, Path]:
+    """Validate *results*, then write ``report.html`` and ``junit.xml`` into *out_dir*.
+
+    Returns ``{"html": path, "junit": path}``. ``results.json`` itself is the caller's to write.
+    """
+    from reports.html import render_html
+    from reports.junit import render_junit
+
+    validate_results(results)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+    for key, name, text in (("html", "report.html", render_html(results)),
+                            ("junit", "junit.xml", render_junit(results))):
+        target = out_dir / name
+        target.write_text(text, encoding="utf-8", newline="\n")
+        written[key] = target
+    return written

@@ -1,0 +1,105 @@
+"""The pytest plugin, driven through pytester: collection, outcomes, load errors, xdist."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+# pytester's in-process runs drop modules first imported during a run; a pybind11 extension
+# cannot be imported twice, so load the CEL engine before any run.
+import conformance.cel  # noqa: F401
+
+pytest_plugins = ["pytester"]
+
+CASE = """\
+id: demo/{name}
+title: {name}
+features: [core]
+hardware:
+  nodes: [{{name: node-a, shape: small-1gpu}}]
+steps:
+  - apply:
+      - apiVersion: resource.k8s.io/v1
+        kind: ResourceClaim
+        metadata: {{name: c}}
+        spec:
+          devices:
+            requests:
+              - name: gpu
+                exactly: {{deviceClassName: "${{class.gpu}}", count: {count}}}
+      - apiVersion: v1
+        kind: Pod
+        metadata: {{name: p}}
+        spec:
+          resourceClaims: [{{name: gpu, resourceClaimName: c}}]
+          containers: [{{name: main, image: pause}}]
+  - expect:
+      - podScheduled: {{pod: p}}
+      - allocated: {{claim: c, count: {count}}}
+"""
+
+
+def write_cases(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".case.yaml", good=CASE.format(name="one", count=1) + "---\n" + CASE.format(name="two", count=1))
+    pytester.makefile(".case.yaml", failing=CASE.format(name="too-many", count=2))
+    pytester.makefile(".case.yaml", broken=CASE.format(name="broken", count=1).replace("features: [core]", "features: [core]\nbogus: 1"))
+
+
+def test_outcomes_and_results_json(pytester: pytest.Pytester) -> None:
+    write_cases(pytester)
+    out = pytester.path / "out"
+    res = pytester.runpytest("-p", "no:cacheprovider", "--drakit-out", str(out))
+    res.assert_outcomes(passed=2, failed=2)
+    text = res.stdout.str()
+    assert "broken.case.yaml:4: bogus: unknown field" in text
+    assert "claim c is not allocated" in text or "not scheduled" in text
+    results = json.loads((out / "results.json").read_text())
+    by_id = {(c["id"], c["backend"]): c for c in results["cases"]}
+    assert by_id[("demo/one", "reference")]["status"] == "passed"
+    assert by_id[("demo/too-many", "reference")]["status"] == "failed"
+    assert by_id[("broken.case.yaml", "-")]["status"] == "error"
+    assert by_id[("demo/one", "reference")]["features"] == ["core"]
+    assert results["verdict"]["result"] == "fail"
+    assert (out / "junit.xml").exists() and (out / "report.html").exists()
+
+
+def test_failure_points_into_the_yaml(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".case.yaml", failing=CASE.format(name="too-many", count=2))
+    res = pytester.runpytest("-p", "no:cacheprovider")
+    res.assert_outcomes(failed=1)
+    res.stdout.fnmatch_lines(["*pod p is not scheduled*", "*at failing.case.yaml:23 (demo/too-many)*", "*> 23 |*podScheduled*"])
+
+
+def test_markers_select_by_feature_and_backend(pytester: pytest.Pytester) -> None:
+    write_cases(pytester)
+    res = pytester.runpytest("-p", "no:cacheprovider", "-m", "feature_core and backend_reference", "--collect-only", "-q")
+    assert "3 tests collected" in res.stdout.str() or "3/4 tests collected" in res.stdout.str()
+
+
+ORDER_CONFTEST = """
+import json, os
+def pytest_collection_modifyitems(session, config, items):
+    who = os.environ.get("PYTEST_XDIST_WORKER", "controller")
+    with open(os.path.join(os.environ["ORDER_DIR"], who + ".json"), "w") as f:
+        json.dump([i.nodeid for i in items], f)
+"""
+
+
+def test_same_items_same_order_with_and_without_xdist(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_cases(pytester)
+    pytester.makeconftest(ORDER_CONFTEST)
+    order_dir = pytester.path / "order"
+    order_dir.mkdir()
+    monkeypatch.setenv("ORDER_DIR", str(order_dir))
+    pytester.runpytest("-p", "no:cacheprovider", "-n", "0")
+    serial = json.loads((order_dir / "controller.json").read_text())
+    (order_dir / "controller.json").unlink()
+    res = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2")
+    res.assert_outcomes(passed=2, failed=2)
+    workers = sorted(order_dir.glob("gw*.json"))
+    assert len(workers) == 2
+    for w in workers:
+        assert json.loads(w.read_text()) == serial
+    assert len(serial) == 4

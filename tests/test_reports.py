@@ -1,0 +1,478 @@
+"""Tests for ``reports``: schema, verdict rule, HTML, JUnit and text renderers.
+
+Fixtures live in ``tests/fixtures/results/*.json`` (fixed times and ids, so output is stable):
+
+- ``all-passed.json``  one backend, every case passed (verdict pass)
+- ``incomplete.json``  required cases skipped (verdict incomplete)
+- ``mixed.json``       two backends; failures, an error, a load error, skips of every
+                       category, xfail, flaky; hostile strings and credentials in it on purpose
+
+Golden files ``tests/golden/report.html`` and ``tests/golden/junit.xml`` are the rendering of
+``mixed.json``. After an intended change to the output, regenerate them and review the diff::
+
+    DRAKIT_UPDATE_GOLDEN=1 .venv/bin/pytest tests/test_reports.py -q
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import os
+import random
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # running from a checkout without an installed drakit
+    sys.path.insert(0, str(ROOT))
+
+import reports  # noqa: E402
+from reports import ResultsError, compute_summary, compute_verdict, load_results, render_all, validate_results  # noqa: E402
+from reports.html import render_html  # noqa: E402
+from reports.junit import NO_FEATURE_SUITE, render_junit  # noqa: E402
+from reports.text import render_summary  # noqa: E402
+
+FIXTURES = Path(__file__).parent / "fixtures" / "results"
+GOLDEN = Path(__file__).parent / "golden"
+FIXTURE_NAMES = ("all-passed", "incomplete", "mixed")
+HOSTILE = "<script>alert(1)</script>"
+SECTIONS = ["verdict", "matrix", "failures", "skips", "cases", "environment", "timing"]
+
+
+def fixture(name: str) -> dict[str, Any]:
+    return load_results(FIXTURES / f"{name}.json")
+
+
+@pytest.fixture
+def mixed() -> dict[str, Any]:
+    return fixture("mixed")
+
+
+class Page(HTMLParser):
+    """Start tags, attributes, text and script bodies of an HTML page, via the stdlib parser."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+        self.scripts: list[str] = []
+        self._in_script = False
+        self.feed(html)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        if tag == "script":
+            self._in_script = True
+            self.scripts.append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script":
+            self._in_script = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_script:
+            self.scripts[-1] += data
+        else:
+            self.text.append(data)
+
+    def all_text(self) -> str:
+        return "".join(self.text)
+
+    def with_attr(self, name: str) -> list[tuple[str, dict[str, str | None]]]:
+        return [(t, a) for t, a in self.tags if name in a]
+
+
+# ------------------------------------------------------------------------------------ schema
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_fixtures_are_valid_and_consistent(name: str) -> None:
+    results = fixture(name)
+    assert results["summary"] == compute_summary(results["cases"])
+    assert results["verdict"] == compute_verdict(results["cases"])
+
+
+def test_fixture_verdicts() -> None:
+    assert [fixture(n)["verdict"]["result"] for n in FIXTURE_NAMES] == ["pass", "incomplete", "fail"]
+
+
+def _case(results: dict[str, Any], status: str) -> int:
+    return next(i for i, c in enumerate(results["cases"]) if c["status"] == status)
+
+
+BROKEN: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
+    ("schema-version", lambda r: r.update(schemaVersion="drakit.results/v0"), "$.schemaVersion: unsupported"),
+    ("missing-run-id", lambda r: r["run"].pop("id"), "$.run: 'id' is a required property"),
+    ("bad-status", lambda r: r["cases"][0].update(status="green"), "$.cases[0].status: 'green' is not one of"),
+    ("extra-case-key", lambda r: r["cases"][0].update(colour="red"), "$.cases[0]: Additional properties"),
+    ("bad-skip-category", lambda r: r["cases"][_case(r, "skipped")]["skip"].update(category="lazy"),
+     ".skip.category: 'lazy' is not one of"),
+    ("skipped-without-reason", lambda r: r["cases"][_case(r, "skipped")].update(skip=None),
+     ".skip: None is not of type 'object'"),
+    ("failed-without-failure", lambda r: r["cases"][_case(r, "failed")].update(failure=None),
+     ".failure: None is not of type 'object'"),
+    ("bad-time", lambda r: r["run"].update(startedAt="yesterday"), "$.run.startedAt: 'yesterday' does not match"),
+    ("negative-duration", lambda r: r["cases"][0].update(durationSeconds=-1), "$.cases[0].durationSeconds: -1 is less"),
+    ("bad-verdict", lambda r: r["verdict"].update(result="maybe"), "$.verdict.result: 'maybe' is not one of"),
+    ("summary-mismatch", lambda r: r["summary"].update(failed=7), "$.summary.failed: is 7 but the cases hold 2"),
+    ("unknown-feature", lambda r: r["cases"][0]["features"].append("time-travel"),
+     "$.cases[0].features[1]: unknown feature 'time-travel'"),
+    ("duplicate-case", lambda r: r["cases"].append(copy.deepcopy(r["cases"][0])), "appears twice"),
+]
+
+
+@pytest.mark.parametrize("mutate,expected", [b[1:] for b in BROKEN], ids=[b[0] for b in BROKEN])
+def test_broken_results_are_rejected_with_one_clear_line(
+        tmp_path: Path, mixed: dict[str, Any], mutate: Callable[[dict[str, Any]], None], expected: str) -> None:
+    mutate(mixed)
+    if "duplicate" in expected:
+        mixed["summary"] = compute_summary(mixed["cases"])
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(mixed), encoding="utf-8")
+    with pytest.raises(ResultsError) as info:
+        load_results(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: $"), message
+    assert expected in message
+    assert "\n" not in message
+
+
+def test_validate_results_in_memory(mixed: dict[str, Any]) -> None:
+    validate_results(mixed)
+    mixed["cases"][0]["status"] = "green"
+    with pytest.raises(ResultsError, match=r"^results: \$\.cases\[0\]\.status"):
+        validate_results(mixed)
+    with pytest.raises(ResultsError, match=r"^results: \$: expected a JSON object"):
+        validate_results([])
+
+
+def test_schema_is_open_where_the_contract_is_open(mixed: dict[str, Any]) -> None:
+    mixed["environment"]["nodes"] = [{"name": "n1"}]
+    mixed["environment"]["backends"]["cluster"]["containerRuntime"] = "containerd 2.1"
+    failed = mixed["cases"][_case(mixed, "failed")]["failure"]
+    failed["expected"] = [1, "two", {"three": None}]
+    failed["diagnostics"]["anything"] = {"nested": [True]}
+    validate_results(mixed)
+
+
+def test_unreadable_and_malformed_files(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.json"
+    with pytest.raises(ResultsError, match=r"nope\.json: cannot read"):
+        load_results(missing)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{\n  "schemaVersion": "drakit.results/v1",\n  oops\n}\n', encoding="utf-8")
+    with pytest.raises(ResultsError, match=r"bad\.json:3:3: not valid JSON"):
+        load_results(bad)
+
+
+# ------------------------------------------------------------------------------------ verdict
+
+def _c(status: str, profile: str = "required", category: str | None = None, cid: str = "f/x") -> dict[str, Any]:
+    return {"id": cid, "file": "suite/x.case.yaml", "status": status, "profile": profile,
+            "skip": {"category": category, "message": "m"} if category else None}
+
+
+@pytest.mark.parametrize("cases,result", [
+    ([_c("passed")], "pass"),
+    ([_c("passed"), _c("flaky")], "pass"),
+    ([_c("passed"), _c("failed", "optional"), _c("skipped", "optional", "feature-disabled")], "pass"),
+    ([_c("passed"), _c("skipped", category="not-applicable"), _c("skipped", category="backend")], "pass"),
+    ([_c("passed"), _c("failed")], "fail"),
+    ([_c("passed"), _c("error")], "fail"),
+    ([_c("passed"), _c("xfail")], "fail"),
+    ([_c("passed"), _c("error", "optional", cid="suite/x.case.yaml")], "fail"),  # a file that did not load
+    ([_c("passed"), _c("skipped", category="inventory")], "incomplete"),
+    ([_c("passed", "optional")], "incomplete"),
+    ([], "incomplete"),
+])
+def test_verdict_rule(cases: list[dict[str, Any]], result: str) -> None:
+    assert compute_verdict(cases) == {"result": result, "rule": reports.VERDICT_RULE}
+
+
+def test_summary_counts() -> None:
+    assert compute_summary([_c("passed"), _c("passed"), _c("xfail")]) == {
+        "total": 3, "passed": 2, "failed": 0, "error": 0, "skipped": 0, "xfail": 1, "flaky": 0}
+
+
+# ------------------------------------------------------------------------------------ golden
+
+def _check_golden(name: str, actual: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("DRAKIT_UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(actual, encoding="utf-8", newline="\n")
+    expected = path.read_text(encoding="utf-8")
+    if actual != expected:
+        diff = "".join(list(difflib.unified_diff(expected.splitlines(True), actual.splitlines(True),
+                                                 f"golden/{name}", "rendered"))[:60])
+        pytest.fail(f"{name} differs from the golden file (DRAKIT_UPDATE_GOLDEN=1 to accept):\n{diff}")
+
+
+def test_golden_html(mixed: dict[str, Any]) -> None:
+    _check_golden("report.html", render_html(mixed))
+
+
+def test_golden_junit(mixed: dict[str, Any]) -> None:
+    _check_golden("junit.xml", render_junit(mixed))
+
+
+def test_render_all_writes_both_reports(tmp_path: Path, mixed: dict[str, Any]) -> None:
+    written = render_all(mixed, tmp_path / "out")
+    assert written == {"html": tmp_path / "out" / "report.html", "junit": tmp_path / "out" / "junit.xml"}
+    assert written["html"].read_text(encoding="utf-8") == render_html(mixed)
+    assert written["junit"].read_text(encoding="utf-8") == render_junit(mixed)
+
+
+def test_render_all_refuses_invalid_results(tmp_path: Path, mixed: dict[str, Any]) -> None:
+    del mixed["verdict"]
+    with pytest.raises(ResultsError, match="'verdict' is a required property"):
+        render_all(mixed, tmp_path)
+    assert not (tmp_path / "report.html").exists()
+
+
+# ------------------------------------------------------------------------------------ determinism
+
+_RENDER_SCRIPT = """
+import hashlib, sys
+sys.path.insert(0, sys.argv[1])
+from reports import load_results
+from reports.html import render_html
+from reports.junit import render_junit
+from reports.text import render_summary
+r = load_results(sys.argv[2])
+out = render_html(r) + render_junit(r) + render_summary(r, color=True)
+print(hashlib.sha256(out.encode("utf-8")).hexdigest())
+"""
+
+
+def test_output_is_stable_across_hash_seeds() -> None:
+    digests = set()
+    for seed in ("0", "1", "4242"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        proc = subprocess.run([sys.executable, "-c", _RENDER_SCRIPT, str(ROOT), str(FIXTURES / "mixed.json")],
+                              env=env, capture_output=True, text=True, check=True)
+        digests.add(proc.stdout.strip())
+    assert len(digests) == 1
+
+
+def test_output_does_not_depend_on_case_order(mixed: dict[str, Any]) -> None:
+    shuffled = copy.deepcopy(mixed)
+    random.Random(7).shuffle(shuffled["cases"])  # as a -n 2 run may finish them
+    assert render_html(shuffled) == render_html(mixed)
+    assert render_junit(shuffled) == render_junit(mixed)
+    assert render_summary(shuffled, color=False) == render_summary(mixed, color=False)
+
+
+# ------------------------------------------------------------------------------------ HTML
+
+def test_html_sections_in_order(mixed: dict[str, Any]) -> None:
+    page = Page(render_html(mixed))
+    assert [a["id"] for t, a in page.tags if t == "section"] == SECTIONS
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_html_matrix_has_one_row_per_feature(name: str) -> None:
+    results = fixture(name)
+    page = Page(render_html(results))
+    rows = [a["data-feature"] for t, a in page.with_attr("data-feature") if t == "tr"]
+    assert rows == [f["id"] for f in results["features"]]
+    cells = [a["data-backend"] for t, a in page.with_attr("data-backend") if t == "td"]
+    assert cells == list(results["environment"]["backends"]) * len(rows)
+    text = page.all_text()
+    assert all(f"KEP-{f['kep']}" in text for f in results["features"])
+
+
+def test_html_matrix_cells(mixed: dict[str, Any]) -> None:
+    html = render_html(mixed)
+    # extended-resource has no case on either backend; device-status only on the cluster
+    row = html.split('data-feature="extended-resource"')[1].split("</tr>")[0]
+    assert row.count("no cases") == 2
+    row = html.split('data-feature="core"')[1].split("</tr>")[0]
+    assert "✔ passed" in row and "✘ failed" in row and "4 passed · 0 failed · 0 skipped" in row
+
+
+def test_html_links_resolve_and_every_case_has_an_anchor(mixed: dict[str, Any]) -> None:
+    page = Page(render_html(mixed))
+    ids = {a["id"] for _, a in page.with_attr("id")}
+    internal = [a["href"] for t, a in page.tags if t == "a" and (a.get("href") or "").startswith("#")]
+    assert internal and all(h[1:] in ids for h in internal)
+    rows = [a for t, a in page.tags if t == "tr" and "data-status" in a]
+    assert len(rows) == len(mixed["cases"]) == len({a["id"] for a in rows})
+
+
+def test_html_failure_detail(mixed: dict[str, Any]) -> None:
+    html = render_html(mixed)
+    page = Page(html)
+    failures = [a for t, a in page.tags if t == "details" and "failure" in (a.get("class") or "")]
+    assert len(failures) == 4 and all("open" in a for a in failures)
+    text = page.all_text()
+    assert "steps[1].expect[0]: unknown field 'matchh'" in text  # the load error is shown too
+    assert '<tr class="mark"><td class="no">22</td><td>▶</td>' in html
+    assert "drakit run conformance/suites/core/match-attribute-constraint.case.yaml" in text
+    assert "+{request: gpus, device: gpu-3}" in text
+
+
+def test_html_statuses_have_text_and_symbol(mixed: dict[str, Any]) -> None:
+    text = Page(render_html(mixed)).all_text()
+    for label in ("✔ passed", "✘ failed", "⚠ error", "⏭ skipped", "⊘ xfail", "↻ flaky"):
+        assert label in text
+
+
+def test_html_groups_skips_by_category(mixed: dict[str, Any]) -> None:
+    page = Page(render_html(mixed))
+    groups = [a["id"] for t, a in page.tags if t == "details" and (a.get("id") or "").startswith("skips-")]
+    assert groups == [f"skips-{c}" for c in reports.SKIP_CATEGORIES]
+
+
+def test_html_is_self_contained(mixed: dict[str, Any]) -> None:
+    html = render_html(mixed)
+    page = Page(html)
+    assert not [t for t, a in page.tags if t in ("link", "img", "iframe", "object", "embed")]
+    assert not [a for t, a in page.tags if t == "script" and "src" in a]
+    assert "{{" not in html and "{%" not in html and "Undefined" not in html
+
+
+def hostile_results(mixed: dict[str, Any]) -> dict[str, Any]:
+    """mixed.json with hostile text in every free-form place the renderers show."""
+    r = copy.deepcopy(mixed)
+    evil = f"{HOSTILE} \"dq\" 'sq' & &amp; \x07\x1b[31m\x00 \ud800"
+    r["run"]["id"] = evil
+    r["run"]["command"].append(evil)
+    r["environment"]["hardwareProfile"] = evil
+    r["environment"]["drivers"].append(evil)
+    r["environment"]["backends"]["cluster"]["kubernetesVersion"] = evil
+    r["environment"][evil] = {evil: evil}
+    r["features"][0]["title"] = evil
+    for case in r["cases"]:
+        case["title"] = evil
+        case["description"] = evil
+        case["rerun"] = f"drakit run -k '{evil}'"
+        for step in case["steps"]:
+            step["name"] = evil
+        if case["skip"]:
+            case["skip"]["message"] = evil
+        if case["failure"]:
+            case["failure"]["summary"] = evil
+            case["failure"]["detail"] = f"line one\n{evil}"
+    core = r["cases"][0]
+    core["id"] = f"core/{evil}"
+    validate_results(r)
+    return r
+
+
+def test_html_escapes_hostile_text(mixed: dict[str, Any]) -> None:
+    results = hostile_results(mixed)
+    html = render_html(results)
+    page = Page(html)
+    allowed = {"html", "head", "meta", "title", "style", "body", "header", "h1", "h2", "h3", "h4", "p",
+               "code", "nav", "a", "main", "section", "span", "strong", "ul", "ol", "li", "table", "thead",
+               "tbody", "tr", "th", "td", "br", "details", "summary", "pre", "div", "label", "select",
+               "option", "footer", "script"}
+    assert {t for t, _ in page.tags} <= allowed
+    assert len(page.scripts) == 1 and "alert" not in page.scripts[0]
+    assert not [(t, k) for t, a in page.tags for k in a if k.startswith("on")]
+    assert not [v for _, a in page.tags for v in a.values() if v and "javascript:" in v.lower()]
+    text = page.all_text()
+    assert HOSTILE in text  # shown as text...
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html  # ...because it was escaped
+    assert '"dq"' in text and "'sq'" in text and "& &amp;" in text
+    assert "␇␛[31m␀" in text  # control characters made visible
+    assert not any(ord(ch) < 32 and ch not in "\n\t" for ch in html)
+    html.encode("utf-8")  # no lone surrogate left
+
+
+def test_junit_survives_hostile_text(mixed: dict[str, Any]) -> None:
+    xml = render_junit(hostile_results(mixed))
+    root = ET.fromstring(xml)
+    names = [tc.get("name") or "" for tc in root.iter("testcase")]
+    assert any(HOSTILE in n for n in names)
+    bodies = [el.text or "" for el in root.iter() if el.tag in ("failure", "error")]
+    assert any(HOSTILE in b for b in bodies)
+    assert "\x07" not in xml and "\x00" not in xml and "\x1b" not in xml
+    assert "<script>" not in xml
+
+
+def test_text_summary_survives_hostile_text(mixed: dict[str, Any]) -> None:
+    out = render_summary(hostile_results(mixed), color=False)
+    assert "\x1b" not in out and "\x07" not in out
+    assert HOSTILE in out  # terminals do not read markup; shown verbatim
+
+
+# ------------------------------------------------------------------------------------ JUnit
+
+def test_junit_structure(mixed: dict[str, Any]) -> None:
+    root = ET.fromstring(render_junit(mixed))
+    assert root.tag == "testsuites"
+    suites = root.findall("testsuite")
+    first = {c["features"][0] for c in mixed["cases"] if c["features"]}
+    expected = [f["id"] for f in mixed["features"] if f["id"] in first] + [NO_FEATURE_SUITE]
+    assert [s.get("name") for s in suites] == expected
+    testcases = list(root.iter("testcase"))
+    assert len(testcases) == len(mixed["cases"]) == int(root.get("tests") or 0)
+    for suite in suites:
+        cases = suite.findall("testcase")
+        assert int(suite.get("tests") or 0) == len(cases)
+        assert {p.get("name") for p in suite.iter("property")} >= {"drakit.version", "python.version",
+                                                                   "backend.reference", "backend.cluster"}
+        for tc in cases:
+            assert tc.get("classname") == (f"drakit.{suite.get('name')}" if suite.get("name") != NO_FEATURE_SUITE
+                                           else "drakit")
+            assert tc.get("time") is not None
+    skipped = list(root.iter("skipped"))
+    assert len(skipped) == mixed["summary"]["skipped"] + mixed["summary"]["xfail"] == int(root.get("skipped") or 0)
+    assert all((s.get("message") or "").startswith("[") and len(s.get("message") or "") > 3 for s in skipped)
+    assert sum((s.get("message") or "").startswith("[xfail] ") for s in skipped) == 1
+    failures = list(root.iter("failure"))
+    errors = list(root.iter("error"))
+    assert (len(failures), len(errors)) == (mixed["summary"]["failed"], mixed["summary"]["error"])
+    for el in failures + errors:
+        assert el.get("message") and "\n" not in (el.get("message") or "")
+        assert "rerun: drakit run" in (el.text or "")
+
+
+def test_junit_gate_properties(mixed: dict[str, Any]) -> None:
+    root = ET.fromstring(render_junit(mixed))
+    suite = next(s for s in root.iter("testsuite") if s.get("name") == "list-attributes")
+    props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert props["gate.reference.DRAListTypeAttributes"] == "false"
+    assert props["gate.cluster.DRAListTypeAttributes"] == "true"
+    assert props["feature.kep"] == "KEP-5491"
+
+
+def test_junit_multi_feature_case_listed_once_under_first_feature(mixed: dict[str, Any]) -> None:
+    root = ET.fromstring(render_junit(mixed))
+    where = [(s.get("name"), tc.get("name")) for s in root.iter("testsuite") for tc in s.iter("testcase")
+             if (tc.get("name") or "").startswith("prioritized-list/")]
+    assert where == [("prioritized-list", "prioritized-list/falls-back-to-second-alternative[reference]"),
+                     ("prioritized-list", "prioritized-list/falls-back-to-second-alternative[cluster]")]
+
+
+# ------------------------------------------------------------------------------------ credentials, text
+
+def test_credentials_never_appear(mixed: dict[str, Any]) -> None:
+    assert "sekrit" in json.dumps(mixed)  # the fixture does hold them
+    for out in (render_html(mixed), render_junit(mixed), render_summary(mixed, color=False)):
+        assert "sekrit" not in out
+    text = Page(render_html(mixed)).all_text()
+    assert "--token REDACTED" in text and "--password=REDACTED" in text
+    assert "Bearer REDACTED" in text
+
+
+def test_text_summary(mixed: dict[str, Any]) -> None:
+    plain = render_summary(mixed, color=False)
+    assert "\x1b" not in plain
+    lines = plain.splitlines()
+    assert "verdict: FAIL" in lines
+    assert any(line.startswith("core ") and "passed 4/0/0" in line and "FAILED 2/1/1" in line for line in lines)
+    assert "no cases: extended-resource" in plain
+    colored = render_summary(mixed, color=True)
+    assert "\x1b[1;31mFAIL\x1b[0m" in colored
+    passing = render_summary(fixture("all-passed"), color=False)
+    assert "verdict: PASS" in passing and "failures:" not in passing

@@ -93,7 +93,8 @@ def test_same_items_same_order_with_and_without_xdist(pytester: pytest.Pytester,
     order_dir = pytester.path / "order"
     order_dir.mkdir()
     monkeypatch.setenv("ORDER_DIR", str(order_dir))
-    pytester.runpytest("-p", "no:cacheprovider", "-n", "0")
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # we may ourselves run under xdist
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "0")
     serial = json.loads((order_dir / "controller.json").read_text())
     (order_dir / "controller.json").unlink()
     res = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2")

@@ -29,9 +29,15 @@ class Pool:
 
 
 class SliceIndex:
-    """All slices of a cluster, split the way the allocator reads them."""
+    """All slices of a cluster, split the way the allocator reads them.
+
+    It also remembers each node's gathered pools and search order: slices never change under an
+    index, so a caller that keeps the index while the slices stay the same (the reference
+    scheduler does) pays for pool gathering once per node, not once per scheduling cycle.
+    """
 
     def __init__(self, slices: Sequence[ResourceSlice]) -> None:
+        self._views: dict[tuple[str, tuple[tuple[str, str], ...], Features], tuple[list["Pool"], list[CandidateDevice]]] = {}
         self.node_local: dict[str, list[ResourceSlice]] = {}
         self.shared: list[ResourceSlice] = []
         self.by_pool: dict[tuple[str, str], list[ResourceSlice]] = {}
@@ -41,6 +47,16 @@ class SliceIndex:
             else:
                 self.shared.append(s)
             self.by_pool.setdefault((s.driver, s.pool.name), []).append(s)
+
+
+    def view(self, node: NodeInfo, features: Features) -> tuple[list["Pool"], list[CandidateDevice]]:
+        key = (node.name, tuple(sorted(node.labels.items())), features)
+        hit = self._views.get(key)
+        if hit is None:
+            pools = gather_pools(self, node, features)
+            hit = (pools, candidates(pools))
+            self._views[key] = hit
+        return hit
 
 
 def _slice_relevant(s: ResourceSlice, node: NodeInfo) -> bool:

@@ -19,7 +19,7 @@ from ..model.claim import DeviceClass, DeviceRequestSpec, ResourceClaim
 from ..model.slice import Device, ResourceSlice, node_matches
 from . import capacity as cap
 from .constraints import ConstraintTracker
-from .pools import Pool, SliceIndex, candidates, gather_pools
+from .pools import Pool, SliceIndex
 from .results import build_configs, build_node_selector
 from .types import (ALLOCATION_LIMIT, AllocatedState, AllocationError, AllocationResult, CandidateDevice, DeviceID,
                     DeviceResult, Features, NodeAllocationError, NodeInfo, device_id_str)
@@ -99,12 +99,12 @@ class _CallState:
 
 
 class Allocator:
-    def __init__(self, features: Features, classes: Mapping[str, DeviceClass], slices: Sequence[ResourceSlice],
-                 allocated: AllocatedState | None = None, *, share_ids: Callable[[], str] | None = None,
-                 cel_cache: SelectorCache | None = None) -> None:
+    def __init__(self, features: Features, classes: Mapping[str, DeviceClass],
+                 slices: Sequence[ResourceSlice] | SliceIndex, allocated: AllocatedState | None = None, *,
+                 share_ids: Callable[[], str] | None = None, cel_cache: SelectorCache | None = None) -> None:
         self.features = features
         self.classes = classes
-        self.index = SliceIndex(slices)
+        self.index = slices if isinstance(slices, SliceIndex) else SliceIndex(slices)
         self.allocated = allocated or AllocatedState()
         self.share_ids = share_ids or (lambda: str(uuid.uuid4()))
         self.cel = cel_cache or SelectorCache()
@@ -114,11 +114,11 @@ class Allocator:
     # -- public ---------------------------------------------------------------------------
 
     def allocate(self, node: NodeInfo, claims: Sequence[ResourceClaim]) -> list[AllocationResult] | None:
-        pools = gather_pools(self.index, node, self.features)
+        pools, order = self.index.view(node, self.features)
         self._pools = pools
         self._node = node
         self._claims = claims
-        self._order = candidates(pools)
+        self._order = order
         self._by_pool = {p.key: p for p in pools}
         st = _CallState(results=[[] for _ in claims])
         self._st = st

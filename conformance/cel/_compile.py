@@ -131,8 +131,10 @@ class Selector:
         if (self._static_cost > MAX_COST or device.largest > API_VALUE_BOUND) \
                 and self.estimated_cost(device) > MAX_COST:
             raise CelRuntimeError(COST_LIMIT_TEXT)
+        activation = self._activation(device)
         try:
-            value = self._program.eval(data=self._data(device))
+            with device.lock:
+                value = self._program.eval(activation)
         except RuntimeError as err:
             raise _engine_exception(str(err)) from None
         result = value.value()
@@ -143,11 +145,23 @@ class Selector:
             raise CelRuntimeError(runtime_error_text(str(result)), str(result))
         raise CelRuntimeError(f"CEL result of type {_result_type_name(kind)} could not be converted to bool")
 
-    def _data(self, device: EncodedDevice) -> dict[str, Any]:
-        missing_attr = self._attr_literals - device.attribute_domains if self._attr_literals else None
-        missing_cap = self._cap_literals - device.capacity_domains if self._cap_literals else None
-        if self._plain and not missing_attr and not missing_cap:
-            return device.data
+    def _activation(self, device: EncodedDevice) -> Any:
+        """The engine input for ``device``, built once per device and input variant."""
+        missing_attr = self._attr_literals - device.attribute_domains if self._attr_literals else frozenset()
+        missing_cap = self._cap_literals - device.capacity_domains if self._cap_literals else frozenset()
+        key = None
+        if not (self._plain and not missing_attr and not missing_cap):
+            key = (missing_attr, missing_cap, self._real_attributes, self._real_capacity)
+        activation = device.activations.get(key)
+        if activation is None:
+            data = device.data if key is None else self._patched(device, missing_attr, missing_cap)
+            activation = _get_engine().env.Activation(data=data)
+            device.activations[key] = activation
+        return activation
+
+    def _patched(self, device: EncodedDevice, missing_attr: frozenset[str],
+                 missing_cap: frozenset[str]) -> dict[str, Any]:
+        """The device with empty maps for absent looked-up domains and the hidden real maps."""
         base = device.device
         patched = dict(base)
         if missing_attr:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Mapping
 
 from ..model.attributes import AttributeValue, split_qualified_name
@@ -44,11 +46,30 @@ class EncodedDevice:
     capacity_domains: frozenset[str]
     error: str | None
     largest: int
+    # Engine activations built from this device, one per variant of the input (see Selector).
+    # They convert values lazily and keep them, which makes further evaluations much cheaper.
+    activations: dict[Any, Any] = field(default_factory=dict, repr=False)
+    # The engine holds the GIL while evaluating but a Python callback can let another thread in;
+    # evaluations sharing an activation are therefore serialized with this lock.
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return (_rebuild, (self.device, self.attribute_domains, self.capacity_domains, self.error, self.largest))
+
+
+def _rebuild(device: dict[str, Any], attribute_domains: frozenset[str], capacity_domains: frozenset[str],
+             error: str | None, largest: int) -> EncodedDevice:
+    return EncodedDevice(device, {"device": device}, attribute_domains, capacity_domains, error, largest)
+
+
+@lru_cache(maxsize=4096)
+def _version_message(text: str) -> Any:
+    return semver_message(Semver.parse(text))
 
 
 def _scalar(kind: str, value: Any) -> Any:
     if kind == "version":
-        return semver_message(Semver.parse(value))
+        return _version_message(value)
     return value
 
 
@@ -65,29 +86,20 @@ def _attribute_value(attr: AttributeValue) -> Any:
         raise ValueError(f"parse semantic version: {err}") from None
 
 
-def _size(value: Any) -> int:
-    if isinstance(value, (str, list, dict)):
-        return len(value)
-    return 1
-
-
-def _largest(device: dict[str, Any]) -> int:
-    largest = len(device["driver"])
-    for maps in (device["attributes"], device["capacity"]):
-        largest = max(largest, len(maps))
-        for domain, entries in maps.items():
-            largest = max(largest, len(domain), len(entries))
-            for ident, value in entries.items():
-                largest = max(largest, len(ident), _size(value))
-                if isinstance(value, list):
-                    largest = max([largest] + [_size(v) for v in value])
-    return largest
+def _extent(attr: AttributeValue) -> int:
+    """Size of the largest string or list inside one attribute value."""
+    if attr.kind == "string":
+        return len(attr.value)  # type: ignore[arg-type]
+    if attr.kind == "strings":
+        return max([len(attr.elements())] + [len(v) for v in attr.elements()])  # type: ignore[arg-type]
+    return len(attr.elements()) if attr.is_list else 1
 
 
 def encode_device(dev: CelDevice) -> EncodedDevice:
     """Convert ``dev`` once; the result can be matched against any number of selectors."""
     attributes: dict[str, dict[str, Any]] = {}
     error: str | None = None
+    largest = max(len(dev.driver), len(dev.attributes), len(dev.capacity))
     for name, attr in dev.attributes.items():
         try:
             value = _attribute_value(attr)
@@ -96,11 +108,12 @@ def encode_device(dev: CelDevice) -> EncodedDevice:
             continue
         domain, ident = split_qualified_name(name, dev.driver)
         attributes.setdefault(domain, {})[ident] = value
+        largest = max(largest, len(domain), len(ident), _extent(attr))
     capacity: dict[str, dict[str, Any]] = {}
     for name, quantity in dev.capacity.items():
         domain, ident = split_qualified_name(name, dev.driver)
         capacity.setdefault(domain, {})[ident] = quantity_message(Quantity.from_yaml(quantity))
+        largest = max(largest, len(domain), len(ident))
     device = {"driver": dev.driver, "allowMultipleAllocations": bool(dev.allow_multiple_allocations),
               "attributes": attributes, "capacity": capacity}
-    return EncodedDevice(device, {"device": device}, frozenset(attributes), frozenset(capacity), error,
-                         _largest(device))
+    return EncodedDevice(device, {"device": device}, frozenset(attributes), frozenset(capacity), error, largest)

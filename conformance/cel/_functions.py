@@ -85,9 +85,14 @@ def _tname(t: Any) -> str:
 # -- quantity library ---------------------------------------------------------------------
 
 
+@lru_cache(maxsize=1024)
+def _quantity_message(text: str) -> Any:
+    return quantity_message(Quantity.parse(text))
+
+
 def _parse_quantity(text: str) -> Any:
     try:
-        return quantity_message(Quantity.parse(text))
+        return _quantity_message(text)
     except ValueError as err:
         raise CelFunctionError(str(err)) from None
 
@@ -176,9 +181,14 @@ def _parse_semver_cached(text: str, normalize: bool) -> Semver:
     return Semver.parse(text, normalize)
 
 
+@lru_cache(maxsize=1024)
+def _semver_message(text: str, normalize: bool) -> Any:
+    return semver_message(_parse_semver_cached(text, normalize))
+
+
 def _parse_semver(text: str, normalize: bool = False) -> Any:
     try:
-        return semver_message(_parse_semver_cached(text, normalize))
+        return _semver_message(text, normalize)
     except ValueError as err:
         raise CelFunctionError(str(err)) from None
 

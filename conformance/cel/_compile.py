@@ -133,8 +133,7 @@ class Selector:
             raise CelRuntimeError(COST_LIMIT_TEXT)
         activation = self._activation(device)
         try:
-            with device.lock:
-                value = self._program.eval(activation)
+            value = self._program.eval(activation)
         except RuntimeError as err:
             raise _engine_exception(str(err)) from None
         result = value.value()
@@ -152,11 +151,11 @@ class Selector:
         key = None
         if not (self._plain and not missing_attr and not missing_cap):
             key = (missing_attr, missing_cap, self._real_attributes, self._real_capacity)
-        activation = device.activations.get(key)
+        cache = device.activations()
+        activation = cache.get(key)
         if activation is None:
             data = device.data if key is None else self._patched(device, missing_attr, missing_cap)
-            activation = _get_engine().env.Activation(data=data)
-            device.activations[key] = activation
+            activation = cache[key] = _get_engine().env.Activation(data=data)
         return activation
 
     def _patched(self, device: EncodedDevice, missing_attr: frozenset[str],

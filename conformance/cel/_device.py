@@ -37,7 +37,8 @@ class EncodedDevice:
     evaluation input holding it; ``error`` is set
     when an attribute cannot be converted, in which case every evaluation fails with it, as
     upstream converts all attributes before each evaluation. ``largest`` is the size of the
-    largest string, list or map reachable from ``device`` (used by the cost guard).
+    largest string, list or map reachable from ``device`` (used by the cost guard); ``source``
+    is the device it was made from (pickling re-encodes it).
     """
 
     device: dict[str, Any]
@@ -46,20 +47,22 @@ class EncodedDevice:
     capacity_domains: frozenset[str]
     error: str | None
     largest: int
+    source: CelDevice
     # Engine activations built from this device, one per variant of the input (see Selector).
     # They convert values lazily and keep them, which makes further evaluations much cheaper.
-    activations: dict[Any, Any] = field(default_factory=dict, repr=False)
-    # The engine holds the GIL while evaluating but a Python callback can let another thread in;
-    # evaluations sharing an activation are therefore serialized with this lock.
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # An activation only works in the thread that created it, hence one cache per thread.
+    _local: threading.local = field(default_factory=threading.local, repr=False)
+
+    def activations(self) -> dict[Any, Any]:
+        """This thread's cache of engine activations for this device."""
+        try:
+            cache: dict[Any, Any] = self._local.activations
+        except AttributeError:
+            cache = self._local.activations = {}
+        return cache
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return (_rebuild, (self.device, self.attribute_domains, self.capacity_domains, self.error, self.largest))
-
-
-def _rebuild(device: dict[str, Any], attribute_domains: frozenset[str], capacity_domains: frozenset[str],
-             error: str | None, largest: int) -> EncodedDevice:
-    return EncodedDevice(device, {"device": device}, attribute_domains, capacity_domains, error, largest)
+        return (encode_device, (self.source,))
 
 
 @lru_cache(maxsize=4096)
@@ -116,4 +119,5 @@ def encode_device(dev: CelDevice) -> EncodedDevice:
         largest = max(largest, len(domain), len(ident))
     device = {"driver": dev.driver, "allowMultipleAllocations": bool(dev.allow_multiple_allocations),
               "attributes": attributes, "capacity": capacity}
-    return EncodedDevice(device, {"device": device}, frozenset(attributes), frozenset(capacity), error, largest)
+    return EncodedDevice(device, {"device": device}, frozenset(attributes), frozenset(capacity), error, largest,
+                         dev)

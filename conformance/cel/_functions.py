@@ -16,6 +16,7 @@ Two engine rules shape the declarations:
 
 from __future__ import annotations
 
+import datetime
 import re
 from fractions import Fraction
 from functools import lru_cache
@@ -45,7 +46,6 @@ NO_SUCH_OVERLOAD = "no such overload"
 # Every kind a value can have at run time, as declared parameter types.
 SCALARS = (T.INT, T.UINT, T.DOUBLE, T.BOOL, T.STRING, T.BYTES, T.NULL, T.DURATION, T.TIMESTAMP, Q, S)
 ORDERED = (T.INT, T.UINT, T.DOUBLE, T.BOOL, T.DURATION, T.TIMESTAMP, T.STRING, T.BYTES)
-SUMMABLE = (T.INT, T.UINT, T.DOUBLE, T.DURATION)
 
 
 class _Sig(NamedTuple):
@@ -275,12 +275,15 @@ def _extreme(name: str, prefer: int) -> Callable[[Any], Any]:
     return pick
 
 
+_SUMMABLE_KINDS = (int, float, datetime.timedelta)
+
+
 def _sum(items: Any) -> Any:
     values = _list(items)
     if not values:
         return 0
     kinds = {type(v) for v in values}
-    if len(kinds) != 1 or next(iter(kinds)) is bool:
+    if len(kinds) != 1 or next(iter(kinds)) not in _SUMMABLE_KINDS:
         raise CelFunctionError(NO_SUCH_OVERLOAD)
     total = values[0]
     for item in values[1:]:
@@ -338,9 +341,11 @@ def _element_sigs(result: Any) -> list[_Sig]:
 def _lists_decls() -> list[cel.FunctionDecl]:
     decls = [
         _function("isSorted", _is_sorted, [_Sig(f"list_{_tname(t)}", T.BOOL, (T.List(t),)) for t in ORDERED], True),
-        _function("sum", _sum, [_Sig(f"list_{_tname(t)}", t, (T.List(t),)) for t in SUMMABLE], True),
-        _function("min", _extreme("min", 1), [_Sig(f"list_{_tname(t)}", t, (T.List(t),)) for t in ORDERED], True),
-        _function("max", _extreme("max", -1), [_Sig(f"list_{_tname(t)}", t, (T.List(t),)) for t in ORDERED], True),
+        # The engine converts a callback's result to the result type of the overload it is bound
+        # to, and refuses overlapping overloads, so value-returning list functions are list(dyn).
+        _function("sum", _sum, [_Sig("list", T.DYN, (LIST,))], True),
+        _function("min", _extreme("min", 1), [_Sig("list", T.DYN, (LIST,))], True),
+        _function("max", _extreme("max", -1), [_Sig("list", T.DYN, (LIST,))], True),
     ]
     string_index = [_Sig("string", T.INT, (T.STRING, T.STRING)),
                     _Sig("string_int", T.INT, (T.STRING, T.STRING, T.INT))]
@@ -432,7 +437,7 @@ def _list_ext_decls() -> list[cel.FunctionDecl]:
         _function("flatten", _flatten, [_Sig("list", LIST, (LIST,)), _Sig("list_int", LIST, (LIST, T.INT))], True),
         _function("distinct", _distinct, [_Sig("list", LIST, (LIST,))], True),
         _function("reverse", lambda items: list(reversed(_list(items))), [_Sig("list", LIST, (LIST,))], True),
-        _function("sort", _sort, [_Sig(f"list_{_tname(t)}", T.List(t), (T.List(t),)) for t in ORDERED], True),
+        _function("sort", _sort, [_Sig("list", LIST, (LIST,))], True),
         _function("lists.range", _range, [_Sig("int", T.List(T.INT), (T.INT,))], False),
     ]
 

@@ -10,14 +10,28 @@ from ..quantity import Quantity
 from ..model.slice import DeviceCapacity, RequestPolicy, ValidRange
 
 
+class CapacityError(ValueError):
+    """A request that the device's range arithmetic cannot represent (fatal upstream)."""
+
+
+def _milli_exact(q: Quantity) -> bool:
+    return (q.value * 1000).denominator == 1
+
+
 def _units(q: Quantity, milli: bool) -> Fraction:
-    return q.ceil_milli() if milli else Fraction(q.ceil_int())
+    """Upstream's Value() (round up to an integer) or MilliValue() (in thousandths)."""
+    return q.ceil_milli() * 1000 if milli else Fraction(q.ceil_int())
 
 
 def _use_milli(r: ValidRange, fractional: bool) -> bool:
+    """With DRAFractionalCapacityRange on, range arithmetic runs in milli-units whenever min, max
+    and step are all exactly representable in milli-units (and step is at least 1m)."""
     if not fractional:
         return False
-    return any(q is not None and not q.is_integer() for q in (r.min, r.max, r.step))
+    for q in (r.min, r.max, r.step):
+        if q is not None and not _milli_exact(q):
+            return False
+    return r.step is None or r.step.value * 1000 >= 1
 
 
 def _round_up_range(q: Quantity, r: ValidRange, fractional: bool) -> Quantity:
@@ -26,14 +40,16 @@ def _round_up_range(q: Quantity, r: ValidRange, fractional: bool) -> Quantity:
     if r.step is None:
         return q
     milli = _use_milli(r, fractional)
+    if milli and not _milli_exact(q):
+        raise CapacityError(f"capacity request cannot be represented in the device's range arithmetic: "
+                            f"request {q} is not a representable milli value")
     qi, mi, si = _units(q, milli), _units(r.min, milli), _units(r.step, milli)
     if si == 0:
         return q
     n = math.ceil((qi - mi) / si)
     value = mi + si * n
-    if value == q.value:
-        return q
-    return Quantity.from_number(value, fmt="BinarySI")
+    # The result takes the step's format, as upstream builds it from the step.
+    return Quantity.from_number(value / 1000 if milli else value, fmt=r.step.format)
 
 
 def consumed_for(requested: Quantity | None, cap: DeviceCapacity, fractional: bool) -> Quantity:
@@ -60,6 +76,8 @@ def violates(q: Quantity, p: RequestPolicy | None, fractional: bool) -> bool:
             return True
         if r.step is not None:
             milli = _use_milli(r, fractional)
+            if milli and not _milli_exact(q):
+                return True
             step = _units(r.step, milli)
             return step != 0 and (_units(q, milli) - _units(r.min, milli)) % step != 0
         return False

@@ -85,11 +85,11 @@ class ConstraintTracker:
 
     def _accepts_distinct(self, v: AttributeValue) -> bool:
         if not self.list_mode:
-            if any(other.is_list for _, other in self.held):
-                return False
+            # Scalars conflict only with an equal scalar of the same kind; a list value is only
+            # accepted as the first device of the constraint.
             if v.is_list:
                 return not self.held
-            return all(_scalar_key(other) != _scalar_key(v) for _, other in self.held)
+            return all(other.is_list or _scalar_key(other) != _scalar_key(v) for _, other in self.held)
         mine = _typed_set(v)
         if mine is None:
             return False
@@ -98,3 +98,32 @@ class ConstraintTracker:
             if s is not None and s[0] == mine[0] and s[1] & mine[1]:
                 return False
         return True
+
+
+@dataclass(frozen=True, slots=True)
+class GroupIntersection:
+    """The rolling intersection of compatibility groups of the devices drawing on one counter set.
+
+    Devices without groups only go with devices without groups; devices with groups need at least
+    one group shared by every grouped device already there.
+    """
+
+    has_members: bool = False
+    all_empty: bool = False
+    groups: frozenset[str] = frozenset()
+
+    def admits(self, groups: frozenset[str]) -> bool:
+        if not self.has_members:
+            return True
+        if not groups:
+            return self.all_empty
+        if self.all_empty:
+            return False
+        return bool(self.groups & groups)
+
+    def add(self, groups: frozenset[str]) -> "GroupIntersection":
+        if not self.has_members:
+            return GroupIntersection(True, not groups, groups)
+        if self.all_empty or not groups:
+            return self
+        return GroupIntersection(True, False, self.groups & groups)

@@ -59,6 +59,10 @@ class SliceIndex:
         return hit
 
 
+def uses_compatibility_groups(s: ResourceSlice) -> bool:
+    return any(c.compatibility_groups for d in s.devices for c in d.consumes_counters)
+
+
 def _slice_relevant(s: ResourceSlice, node: NodeInfo) -> bool:
     try:
         if s.node_name or s.all_nodes or s.node_selector is not None:
@@ -76,6 +80,8 @@ def gather_pools(index: SliceIndex, node: NodeInfo, features: Features) -> list[
     collected: dict[tuple[str, str], list[ResourceSlice]] = {}
     for s in index.node_local.get(node.name, []) + index.shared:
         if not features.partitionable_devices and (s.per_device_node_selection or s.shared_counters):
+            continue
+        if not features.compatibility_groups and uses_compatibility_groups(s):
             continue
         if not _slice_relevant(s, node):
             continue
@@ -95,13 +101,15 @@ def gather_pools(index: SliceIndex, node: NodeInfo, features: Features) -> list[
             if any(s.pool.generation > gen for s in everything):
                 continue  # the node's view is stale: the pool is dropped silently
             same = [s for s in everything if s.pool.generation == gen]
+            if not features.compatibility_groups:
+                same = [s for s in same if not uses_compatibility_groups(s)]
             if len(same) != want:
                 pools.append(Pool(key[0], key[1], gen, incomplete=True))
                 continue
             mine = {id(s) for s in got}
             others = [s for s in same if id(s) not in mine]
         pools.append(_build_pool(key, gen, got, others, features))
-    pools.sort(key=lambda p: (p.has_binding_conditions and features.device_binding_and_status, p.driver.encode(), p.name.encode()))
+    pools.sort(key=lambda p: (p.has_binding_conditions, p.driver.encode(), p.name.encode()))
     return pools
 
 

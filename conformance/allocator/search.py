@@ -18,12 +18,13 @@ from ..quantity import Quantity
 from ..model.claim import DeviceClass, DeviceRequestSpec, ResourceClaim
 from ..model.slice import Device, ResourceSlice, node_matches
 from . import capacity as cap
-from .constraints import ConstraintTracker
+from .constraints import ConstraintTracker, GroupIntersection
 from .pools import Pool, SliceIndex
 from .results import build_configs, build_node_selector
 from .types import (ALLOCATION_LIMIT, AllocatedState, AllocationError, AllocationResult, CandidateDevice, DeviceID,
                     DeviceResult, Features, NodeAllocationError, NodeInfo, device_id_str)
 
+OPTIONAL_NODE_OPERATIONS = "DRAOptionalNodeOperations"  # what a node declares in status.declaredFeatures
 CEL_HINT = (". consider using CEL optional chaining (.? followed by orValue()) or guarding the check with has() "
             "for optional fields")
 
@@ -89,9 +90,10 @@ class SelectorCache:
 class _CallState:
     """Mutable state of one allocate() call."""
 
-    allocating: dict[DeviceID, int] = field(default_factory=dict)          # device -> claim index
+    allocating: dict[DeviceID, set[int]] = field(default_factory=dict)     # device -> claims allocating it
     allocating_capacity: dict[DeviceID, dict[str, Quantity]] = field(default_factory=dict)
     counters: dict[tuple[str, str], dict[str, dict[str, Quantity]]] = field(default_factory=dict)
+    groups: dict[tuple[str, str], dict[str, GroupIntersection]] = field(default_factory=dict)
     results: list[list[tuple[DeviceResult, CandidateDevice]]] = field(default_factory=list)
     selectable: dict[tuple[int, int, int, int], bool] = field(default_factory=dict)
     chosen_sub: dict[tuple[int, int], int] = field(default_factory=dict)
@@ -109,6 +111,8 @@ class Allocator:
         self.share_ids = share_ids or (lambda: str(uuid.uuid4()))
         self.cel = cel_cache or SelectorCache()
         self._available: dict[tuple[str, str], dict[str, dict[str, Quantity]]] = {}
+        self._group_baseline: dict[tuple[str, str], dict[str, GroupIntersection]] = {}
+        self._shared = self.allocated.shared_devices()
         self.last_steps = 0
 
     # -- public ---------------------------------------------------------------------------
@@ -129,8 +133,7 @@ class Allocator:
         try:
             done = self._allocate_one(0, 0, 0, 0, False, 0)
         except _MaxSize:
-            raise AllocationError(f"claim {claims[0].ref}: number of requested devices exceeds the claim limit of "
-                                  f"{ALLOCATION_LIMIT}") from None
+            raise AllocationError("allocation max size exceeded") from None
         finally:
             self.last_steps = st.steps
         if not done:
@@ -143,7 +146,7 @@ class Allocator:
 
     def _prepass(self, ci: int, claim: ResourceClaim) -> None:
         f = self.features
-        min_devices = 0
+        min_devices = 0  # devices the claim needs at least, request by request
         for ri, req in enumerate(claim.spec.requests):
             where = f"claim {claim.ref}, request {req.name}"
             if req.first_available and not f.prioritized_list:
@@ -170,10 +173,11 @@ class Allocator:
                     rd.all_devices = self._enumerate_all(rd, ri, si)
                     rd.num_devices = len(rd.all_devices)
                 counts.append(rd.num_devices)
-            min_devices += min(counts) if counts else 0
-        if min_devices > ALLOCATION_LIMIT:
-            raise AllocationError(f"claim {claim.ref}: number of requested devices {min_devices} exceeds the claim "
-                                  f"limit of {ALLOCATION_LIMIT}")
+            need = min(counts) if counts else 0
+            if need > ALLOCATION_LIMIT - min_devices:
+                raise AllocationError(f"claim {claim.ref}, request {req.name}: adding {need} devices exceeds the claim "
+                                      f"limit of {ALLOCATION_LIMIT}, with {min_devices} already accounted for")
+            min_devices += need
         trackers: list[ConstraintTracker] = []
         for c in claim.spec.constraints:
             name = c.match_attribute or c.distinct_attribute
@@ -185,6 +189,9 @@ class Allocator:
     def _enumerate_all(self, rd: _RequestData, ri: int, si: int) -> list[CandidateDevice]:
         where = f"claim {self._claims[rd.claim].ref}, request {rd.message_name}"
         out: list[CandidateDevice] = []
+        by_pool: dict[int, list[CandidateDevice]] = {}
+        for cand in self._order:
+            by_pool.setdefault(cand.pool_index, []).append(cand)
         for pi, pool in enumerate(self._pools):
             if pool.incomplete:
                 raise AllocationError(f"{where}: asks for all devices, but resource pool {pool.driver}/{pool.name} "
@@ -192,12 +199,12 @@ class Allocator:
             if pool.invalid:
                 raise AllocationError(f"{where}: asks for all devices, but resource pool {pool.driver}/{pool.name} "
                                       f"is currently invalid")
-        for cand in self._order:
-            if not self._is_selectable(rd, ri, si, cand):
-                continue
-            if self.features.consumable_capacity and not self._capacity_fits(rd, cand, in_call=False):
-                continue
-            out.append(cand)
+            for cand in by_pool.get(pi, ()):
+                if not self._is_selectable(rd, ri, si, cand):
+                    continue
+                if self.features.consumable_capacity and not self._capacity_fits(rd, cand, in_call=False):
+                    continue
+                out.append(cand)
         return out
 
     # -- search -----------------------------------------------------------------------------
@@ -254,7 +261,7 @@ class Allocator:
         for pos in range(start, len(order)):
             cand = order[pos]
             if spec.admin_access:
-                if st.allocating.get(cand.id) == ci:
+                if ci in st.allocating.get(cand.id, ()):
                     continue
             elif self._in_use(cand):
                 continue
@@ -281,7 +288,7 @@ class Allocator:
     def _in_use(self, cand: CandidateDevice) -> bool:
         if cand.id in self.allocated.devices:
             return True
-        return cand.id in self._st.allocating
+        return bool(self._st.allocating.get(cand.id))
 
     def _is_selectable(self, rd: _RequestData, ri: int, si: int, cand: CandidateDevice) -> bool:
         d = cand.device
@@ -333,22 +340,33 @@ class Allocator:
         ci = rd.claim
         multi = self._multi(cand)
         admin = bool(rd.spec.admin_access)
-        if admin and not multi and st.allocating.get(cand.id) == ci:
+        if admin and not multi and ci in st.allocating.get(cand.id, ()):
             return None
         if not admin and self._in_use(cand):
             return None
+        if cand.slice.skip_node_operations and not (
+                f.optional_node_operations and OPTIONAL_NODE_OPERATIONS in self._node.declared_features):
+            return None
         if d.consumes_counters and not f.partitionable_devices:
             return None
-        release_counters = self._reserve_counters(cand, multi)
-        if release_counters is False:
-            return None
         undo_steps: list[Callable[[], None]] = []
-        if callable(release_counters):
-            undo_steps.append(release_counters)
 
         def rollback() -> None:
             for step in reversed(undo_steps):
                 step()
+
+        skip_counters = multi and self._capacity_in_use(cand.id)
+        if f.compatibility_groups and not skip_counters and d.consumes_counters:
+            restore = self._consume_groups(cand)
+            if restore is None:
+                return None
+            undo_steps.append(restore)
+        if not skip_counters and d.consumes_counters:
+            release_counters = self._reserve_counters(cand)
+            if release_counters is None:
+                rollback()
+                return None
+            undo_steps.append(release_counters)
 
         if f.device_taints and not self._tolerated(rd, d):
             rollback()
@@ -368,8 +386,8 @@ class Allocator:
             added.append(tracker)
         undo_steps.append(lambda: [t.remove(cand.id) for t in added])
         if not multi:
-            st.allocating[cand.id] = ci
-            undo_steps.append(lambda: st.allocating.pop(cand.id, None))
+            st.allocating.setdefault(cand.id, set()).add(ci)
+            undo_steps.append(lambda: st.allocating[cand.id].discard(ci))
         share_id = None
         consumed = None
         if f.consumable_capacity:
@@ -393,7 +411,7 @@ class Allocator:
             binding_conditions=d.binding_conditions if f.device_binding_and_status else (),
             binding_failure_conditions=d.binding_failure_conditions if f.device_binding_and_status else (),
             share_id=share_id, consumed_capacity=consumed,
-            skip_node_operations=f.optional_node_operations and cand.slice.skip_node_operations,
+            skip_node_operations=cand.slice.skip_node_operations,
         )
         results = st.results[ci]
         results.append((result, cand))
@@ -417,12 +435,9 @@ class Allocator:
         if got is not None:
             return got
         avail = {name: dict(counters) for name, counters in pool.counter_sets.items()}
-        a = self.allocated
-        shared_ids = {dev for dev, _ in a.shares}
         for s in pool.slices + pool.other_slices:
             for d in s.devices:
-                dev_id = (pool.driver, pool.name, d.name)
-                if dev_id in a.devices or dev_id in shared_ids or dev_id in a.capacity:
+                if self.allocated.is_allocated((pool.driver, pool.name, d.name), self._shared):
                     for c in d.consumes_counters:
                         for name, q in c.counters.items():
                             if c.counter_set in avail and name in avail[c.counter_set]:
@@ -430,12 +445,12 @@ class Allocator:
         self._available[pool.key] = avail
         return avail
 
-    def _reserve_counters(self, cand: CandidateDevice, multi: bool) -> Callable[[], None] | bool:
+    def _capacity_in_use(self, dev: DeviceID) -> bool:
+        """A shareable device that already has a share (committed or in this call) pays no counters."""
+        return dev in self.allocated.capacity or dev in self._shared or dev in self._st.allocating_capacity
+
+    def _reserve_counters(self, cand: CandidateDevice) -> Callable[[], None] | None:
         d = cand.device
-        if not d.consumes_counters or not self.features.partitionable_devices:
-            return True
-        if multi and (cand.id in self.allocated.capacity or cand.id in self._st.allocating_capacity):
-            return True
         pool = self._by_pool[(cand.id[0], cand.id[1])]
         avail = self._available_counters(pool)
         used = self._st.counters.setdefault(pool.key, {})
@@ -449,12 +464,56 @@ class Allocator:
                 for name, q in c.counters.items():
                     used[c.counter_set][name] = used[c.counter_set][name] - q
 
-        for set_name, counters in used.items():
+        zero = Quantity.from_number(0)
+        for set_name, counters in avail.items():
+            consumed = used.get(set_name, {})
             for name, q in counters.items():
-                if q > avail.get(set_name, {}).get(name, Quantity.from_number(0)):
+                if q < consumed.get(name, zero):
                     release()
-                    return False
+                    return None
         return release
+
+    # -- compatibility groups ----------------------------------------------------------------
+
+    def _groups_baseline(self, pool: Pool) -> dict[str, GroupIntersection]:
+        """Per counter set, the groups of devices already allocated in the pool (read from the slices)."""
+        got = self._group_baseline.get(pool.key)
+        if got is not None:
+            return got
+        baseline: dict[str, GroupIntersection] = {}
+        for s in pool.slices + pool.other_slices:
+            for d in s.devices:
+                if not self.allocated.is_allocated((pool.driver, pool.name, d.name), self._shared):
+                    continue
+                for c in d.consumes_counters:
+                    baseline[c.counter_set] = baseline.get(c.counter_set, GroupIntersection()).add(
+                        frozenset(c.compatibility_groups))
+        self._group_baseline[pool.key] = baseline
+        return baseline
+
+    def _consume_groups(self, cand: CandidateDevice) -> Callable[[], None] | None:
+        pool = self._by_pool[(cand.id[0], cand.id[1])]
+        running = self._st.groups.setdefault(pool.key, {})
+        baseline = self._groups_baseline(pool)
+        saved: list[tuple[str, GroupIntersection | None]] = []
+
+        def restore() -> None:
+            for name, prev in reversed(saved):
+                if prev is None:
+                    running.pop(name, None)
+                else:
+                    running[name] = prev
+
+        for c in cand.device.consumes_counters:
+            existed = running.get(c.counter_set)
+            cur = existed if existed is not None else baseline.get(c.counter_set, GroupIntersection())
+            groups = frozenset(c.compatibility_groups)
+            if not cur.admits(groups):
+                restore()
+                return None
+            saved.append((c.counter_set, existed))
+            running[c.counter_set] = cur.add(groups)
+        return restore
 
     # -- results -------------------------------------------------------------------------------
 

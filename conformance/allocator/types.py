@@ -30,6 +30,8 @@ class Features:
     list_type_attributes: bool = False
     fractional_capacity: bool = False
     optional_node_operations: bool = False
+    derived_attributes: bool = False
+    compatibility_groups: bool = False
 
     @classmethod
     def from_gates(cls, gates: Mapping[str, bool]) -> "Features":
@@ -44,6 +46,8 @@ class Features:
             list_type_attributes=g("DRAListTypeAttributes"),
             fractional_capacity=g("DRAFractionalCapacityRange"),
             optional_node_operations=g("DRAOptionalNodeOperations"),
+            derived_attributes=g("DRADerivedAttributes"),
+            compatibility_groups=g("DRADeviceCompatibilityGroups"),
         )
 
 
@@ -56,11 +60,19 @@ class AllocatedState:
     shares: set[tuple[DeviceID, str]] = field(default_factory=set)
     capacity: dict[DeviceID, dict[str, Quantity]] = field(default_factory=dict)
 
+    def shared_devices(self) -> set[DeviceID]:
+        return {dev for dev, _ in self.shares}
+
+    def is_allocated(self, dev: DeviceID, shared: set[DeviceID]) -> bool:
+        """Dedicated, or holding any committed share or consumed capacity (upstream IsDeviceAllocated)."""
+        return dev in self.devices or dev in shared or dev in self.capacity
+
 
 @dataclass(frozen=True, slots=True)
 class NodeInfo:
     name: str
     labels: Mapping[str, str] = field(default_factory=dict)
+    declared_features: tuple[str, ...] = ()  # node.status.declaredFeatures
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +87,7 @@ class DeviceResult:
     binding_failure_conditions: tuple[str, ...] = ()
     share_id: str | None = None
     consumed_capacity: Mapping[str, Quantity] | None = None
-    skip_node_operations: bool = False
+    skip_node_operations: tuple[str, ...] = ()
 
     @property
     def id(self) -> DeviceID:
@@ -96,7 +108,7 @@ class DeviceResult:
         if self.consumed_capacity is not None:
             out["consumedCapacity"] = {k: str(v) for k, v in self.consumed_capacity.items()}
         if self.skip_node_operations:
-            out["skipNodeOperations"] = True
+            out["skipNodeOperations"] = list(self.skip_node_operations)
         return out
 
 

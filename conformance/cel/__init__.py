@@ -27,7 +27,7 @@ Exact
     a device fails, as upstream); ``includes`` and its 48-element cap; the expression length limit;
     the unknown-domain rule for constant domain names (``device.attributes["x.example.com"]`` is
     ``{}`` when the device has no such domain, while ``in``, ``size()`` and iteration see only
-    real domains) and for computed domain names used with ``[...]``; literal validation (regex,
+    real domains) and for computed domain names (``[k]`` and ``[?k]``); literal validation (regex,
     duration, timestamp) and the bool-or-dyn result type check at compile time.
 
 Approximate
@@ -42,8 +42,9 @@ Approximate
       ``device.driver + 1``, an unknown ``device`` field) compile here and then evaluate (to
       false, or to a runtime error). Mixed-type list/map literals are rejected only when the
       mixed members are not read from ``device``.
-    * ``[?key]`` with a computed domain name, and whole-map uses of a ``cel.bind`` alias of
-      ``device.attributes``, see the pre-filled empty domains.
+    * Whole-map uses (``in``, ``size()``, iteration) of a ``cel.bind`` alias of
+      ``device.attributes``/``device.capacity`` see the pre-filled empty domains of the
+      expression's constant lookups.
     * ``isInteger()``/``asInteger()`` answer from the numeric value; upstream answers from its
       internal representation (``quantity("1000m").isInteger()`` is false upstream).
     * Inside Python functions uints arrive as ints: ``[1u, 2u].sum()`` is an int (it still
@@ -56,8 +57,10 @@ Not supported
     Two-variable comprehensions (``all(i, v, ...)``, ``transformList`` ...) and ordering across
     numeric types in the type checker (``1u < 2``; ``dyn(1u) < 2`` works): both raise
     :class:`CelUnsupportedError`, a :class:`CelCompileError`. Parser nesting deeper than 32
-    levels (upstream allows more). ``optional.unwrap``/``unwrapOpt``, ``sortBy``, the URL, IP,
-    CIDR, format and authz libraries.
+    levels (upstream allows more). Results of type duration or timestamp from ``sum``, ``min``,
+    ``max`` and the list extension (the engine cannot take them back from Python; a clear runtime
+    error says so). ``optional.unwrap``/``unwrapOpt``, ``sortBy``, the URL, IP, CIDR, format and
+    authz libraries.
 """
 
 from __future__ import annotations

@@ -66,7 +66,6 @@ class DomainMapUse:
     literals: dict[str, set[str]] = field(default_factory=lambda: {k: set() for k in DOMAIN_MAPS})
     real: dict[str, bool] = field(default_factory=lambda: {k: False for k in DOMAIN_MAPS})
     dynamic_lookups: int = 0
-    dynamic_optional_lookups: int = 0
     alias_whole_use: bool = False
 
 
@@ -104,8 +103,9 @@ def _is_bind(comp: Any) -> bool:
 
 
 class _DomainRewriter:
-    def __init__(self) -> None:
+    def __init__(self, next_id: int) -> None:
         self.use = DomainMapUse()
+        self.next_id = next_id
 
     def visit(self, expr: Any, scope: dict[str, str | None], lookup: bool = False) -> None:
         kind = expr.WhichOneof("expr_kind")
@@ -154,9 +154,9 @@ class _DomainRewriter:
         args = list(call.args)
         operand_cls = _classify(args[0], scope) if args and not call.HasField("target") else None
         if operand_cls in DOMAIN_MAPS and call.function in _LOOKUP_CALLS + ("_?._",) and len(args) == 2:
-            self._domain_lookup(call, operand_cls)
             self.visit(args[0], scope, lookup=True)
             self.visit(args[1], scope)
+            self._domain_lookup(call, operand_cls)  # may restructure the call: children first
             return
         for i, arg in enumerate(args):
             keeps_device = i == 0 and operand_cls == DEVICE and call.function in _LOOKUP_CALLS + ("_?._",)
@@ -169,8 +169,17 @@ class _DomainRewriter:
         elif call.function == "_[_]":
             call.function = DOMAIN_LOOKUP_FUNCTION
             self.use.dynamic_lookups += 1
-        else:
-            self.use.dynamic_optional_lookups += 1
+        elif call.function == "_[?_]":
+            # m[?k] becomes optional.of(lookup(m, k)): a domain lookup always finds a map.
+            inner = type(call.args[0])()
+            inner.id = self.next_id
+            self.next_id += 1
+            inner.call_expr.function = DOMAIN_LOOKUP_FUNCTION
+            inner.call_expr.args.extend(call.args)
+            del call.args[:]
+            call.function = "optional.of"
+            call.args.append(inner)
+            self.use.dynamic_lookups += 1
 
     def _visit_comprehension(self, comp: Any, scope: dict[str, str | None]) -> None:
         inner = dict(scope)
@@ -197,9 +206,10 @@ def rewrite_domain_maps(checked: Any) -> DomainMapUse:
     ``size()`` and iteration still see only the real domains. The engine has no such map, so:
     lookups with a constant key stay as they are and the device data gets an empty map for each
     such domain; whole-map uses are pointed at a hidden field without pre-filled domains; lookups
-    with a computed key call a Python function that returns ``{}`` for a missing domain.
+    with a computed key call a Python function that returns ``{}`` for a missing domain
+    (``m[?k]`` becomes ``optional.of(lookup(m, k))``).
     """
-    rewriter = _DomainRewriter()
+    rewriter = _DomainRewriter(max(int(e.id) for e, _ in walk(checked.expr)) + 1)
     rewriter.visit(checked.expr, {})
     return rewriter.use
 

@@ -75,9 +75,11 @@ def _domain_lookup(domains: Any, key: Any) -> Any:
 
 
 def _domain_lookup_declaration() -> cel.FunctionDecl:
-    overload = cel.Overload("drakit_domain_lookup", _T.DYN, [_T.Map(_T.STRING, _T.DYN), _T.STRING],
-                            impl=_domain_lookup)
-    return cel.FunctionDecl(_ast.DOMAIN_LOOKUP_FUNCTION, [overload])
+    """``map[key]`` that yields ``{}`` for a missing key, whatever the key's type (as upstream)."""
+    overloads = [cel.Overload(f"drakit_domain_lookup_{key.name().lower()}", _T.DYN, [_T.Map(_T.STRING, _T.DYN), key],
+                              impl=_domain_lookup)
+                 for key in (_T.STRING, _T.INT, _T.UINT, _T.DOUBLE, _T.BOOL)]
+    return cel.FunctionDecl(_ast.DOMAIN_LOOKUP_FUNCTION, overloads)
 
 
 _engine_lock = threading.Lock()
@@ -184,7 +186,7 @@ def _engine_exception(text: str) -> CelRuntimeError:
 
 
 def _result_type_name(kind: Any) -> str:
-    name = kind.name()
+    name = str(kind.name())
     base = name.split("<", 1)[0]
     if base.lower().startswith("optional"):
         return "optional_type"

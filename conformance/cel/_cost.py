@@ -207,12 +207,12 @@ def _optional_index(e: _Estimator, base: int, ops: list[_Est]) -> _Est:
 
 
 def _compare(e: _Estimator, base: int, ops: list[_Est]) -> _Est:
-    return _Est(base + max(1, _str_cost(min(ops[0].size, ops[1].size))))
+    return _Est(base + _str_cost(min(ops[0].size, ops[1].size)))
 
 
 def _in(e: _Estimator, base: int, ops: list[_Est]) -> _Est:
     container = ops[1]
-    return _Est(base + (1 if isinstance(container.value, dict) else max(1, container.size)))
+    return _Est(base + (1 if isinstance(container.value, dict) else container.size))
 
 
 def _plus(e: _Estimator, base: int, ops: list[_Est]) -> _Est:

@@ -31,14 +31,14 @@ class CelDevice:
 
 @dataclass(frozen=True, eq=False)
 class EncodedDevice:
-    """A device converted for the engine. Plain data: safe to share between threads.
+    """A device converted for the engine: immutable data plus a per-thread cache of engine inputs,
+    so one instance can be matched against any number of selectors from any thread.
 
     ``device`` is the value of the CEL variable ``device`` (real domains only) and ``data`` the
-    evaluation input holding it; ``error`` is set
-    when an attribute cannot be converted, in which case every evaluation fails with it, as
-    upstream converts all attributes before each evaluation. ``largest`` is the size of the
-    largest string, list or map reachable from ``device`` (used by the cost guard); ``source``
-    is the device it was made from (pickling re-encodes it).
+    evaluation input holding it. ``error`` is set when an attribute cannot be converted; every
+    evaluation then fails with it, as upstream converts all attributes before each evaluation.
+    ``largest`` is the size of the largest string, list or map reachable from ``device`` (used by
+    the cost guard); ``source`` is the device it was made from (pickling re-encodes it).
     """
 
     device: dict[str, Any]

@@ -61,7 +61,7 @@ class CelFunctionError(ValueError):
 def _kind(t: Any) -> str:
     if t.is_message():
         return "message"
-    name = t.name()
+    name = str(t.name())
     return name.split("<", 1)[0]
 
 
@@ -79,7 +79,7 @@ def _function(name: str, impl: Callable[..., Any], sigs: Iterable[_Sig], member:
 
 
 def _tname(t: Any) -> str:
-    return t.name().lower().replace(".", "_").replace("<", "_").replace(">", "").replace(", ", "_")
+    return str(t.name()).lower().replace(".", "_").replace("<", "_").replace(">", "").replace(", ", "_")
 
 
 # -- quantity library ---------------------------------------------------------------------
@@ -225,6 +225,16 @@ def _semver_decls() -> list[cel.FunctionDecl]:
 
 # -- lists library ------------------------------------------------------------------------
 
+_MISSING = object()
+_TIME_TYPES = (datetime.timedelta, datetime.datetime)
+
+
+def _returnable(value: Any, function: str) -> Any:
+    """The engine cannot take durations or timestamps back from Python."""
+    if isinstance(value, _TIME_TYPES) or (isinstance(value, list) and any(isinstance(v, _TIME_TYPES) for v in value)):
+        raise CelFunctionError(f"{function}() over durations or timestamps is not supported by this kit's CEL engine")
+    return value
+
 
 def _list(value: Any) -> list[Any]:
     if not isinstance(value, list):
@@ -271,7 +281,7 @@ def _extreme(name: str, prefer: int) -> Callable[[Any], Any]:
                 pass
         if best is _MISSING:
             raise CelFunctionError(f"{name} called on empty list")
-        return best
+        return _returnable(best, name)
     return pick
 
 
@@ -288,9 +298,9 @@ def _sum(items: Any) -> Any:
     total = values[0]
     for item in values[1:]:
         total = total + item
-    if type(total) is int and not MIN_INT64 <= total <= MAX_INT64:
-        raise CelFunctionError("integer overflow")
-    return total
+        if type(total) is int and not MIN_INT64 <= total <= MAX_INT64:
+            raise CelFunctionError("integer overflow")
+    return _returnable(total, "sum")
 
 
 def _index_of(items: Any, wanted: Any) -> int:
@@ -318,9 +328,6 @@ def _includes(target: Any, wanted: Any) -> bool:
         if cel_equal(item, wanted):
             return True
     return False
-
-
-_MISSING = object()
 
 
 def _string_or_list(string_impl: Callable[..., Any], list_impl: Callable[..., Any]) -> Callable[..., Any]:
@@ -414,7 +421,7 @@ def _sort(items: Any) -> list[Any]:
             cel_compare(a, b)
     except NotComparable:
         raise CelFunctionError(NO_SUCH_OVERLOAD) from None
-    return sorted(values, key=_SortKey)
+    return _returnable(sorted(values, key=_SortKey), "sort")
 
 
 class _SortKey:
@@ -433,10 +440,10 @@ def _range(count: int) -> list[int]:
 
 def _list_ext_decls() -> list[cel.FunctionDecl]:
     return [
-        _function("slice", _slice, [_Sig("list_int_int", LIST, (LIST, T.INT, T.INT))], True),
-        _function("flatten", _flatten, [_Sig("list", LIST, (LIST,)), _Sig("list_int", LIST, (LIST, T.INT))], True),
-        _function("distinct", _distinct, [_Sig("list", LIST, (LIST,))], True),
-        _function("reverse", lambda items: list(reversed(_list(items))), [_Sig("list", LIST, (LIST,))], True),
+        _function("slice", lambda items, a, b: _returnable(_slice(items, a, b), "slice"), [_Sig("list_int_int", LIST, (LIST, T.INT, T.INT))], True),
+        _function("flatten", lambda items, depth=1: _returnable(_flatten(items, depth), "flatten"), [_Sig("list", LIST, (LIST,)), _Sig("list_int", LIST, (LIST, T.INT))], True),
+        _function("distinct", lambda items: _returnable(_distinct(items), "distinct"), [_Sig("list", LIST, (LIST,))], True),
+        _function("reverse", lambda items: _returnable(list(reversed(_list(items))), "reverse"), [_Sig("list", LIST, (LIST,))], True),
         _function("sort", _sort, [_Sig("list", LIST, (LIST,))], True),
         _function("lists.range", _range, [_Sig("int", T.List(T.INT), (T.INT,))], False),
     ]

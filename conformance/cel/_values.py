@@ -125,9 +125,9 @@ def cel_compare(a: object, b: object) -> int:
     cls_a, cls_b = _order_class(a), _order_class(b)
     if cls_a is None or cls_a != cls_b:
         raise NotComparable(f"{type_name(a)} and {type_name(b)}")
-    if cls_a == "bytes":
-        a, b = bytes(a), bytes(b)  # type: ignore[arg-type]
-    return (a > b) - (a < b)  # type: ignore[operator]
+    left: Any = bytes(a) if cls_a == "bytes" else a  # type: ignore[call-overload]
+    right: Any = bytes(b) if cls_a == "bytes" else b  # type: ignore[call-overload]
+    return int(left > right) - int(left < right)
 
 
 def type_name(value: object) -> str:

@@ -21,6 +21,7 @@ MAX_COUNTERS = 32
 MAX_CONSUMES_COUNTERS = 2
 MAX_BINDING_CONDITIONS = 4
 MAX_VALID_VALUES = 10
+MAX_COMPATIBILITY_GROUPS = 2
 TAINT_EFFECTS = ("NoSchedule", "NoExecute", "None")
 
 
@@ -110,7 +111,7 @@ class ResourceSlice:
     per_device_node_selection: bool = False
     devices: tuple[Device, ...] = ()
     shared_counters: tuple[CounterSet, ...] = ()
-    skip_node_operations: bool = False
+    skip_node_operations: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -250,7 +251,9 @@ def _parse_consumption(r: Reader) -> CounterConsumption:
     cs = r.str("counterSet", required=True)
     assert cs is not None
     counters = _counter_map(r, "counters")
-    groups = r.strs("compatibilityGroups", max_items=8, unique=True)
+    groups = r.strs("compatibilityGroups", max_items=MAX_COMPATIBILITY_GROUPS, unique=True)
+    for i, g in enumerate(groups):
+        check_dns_label(r.at("compatibilityGroups") + (i,), g, "group name must be a short name (DNS label)")
     r.done()
     return CounterConsumption(cs, counters, groups)
 
@@ -351,7 +354,10 @@ def parse_resource_slice(r: Reader) -> ResourceSlice:
         seen.add(d.name)
     if len({c.name for c in counters}) != len(counters):
         raise FieldError(s.at("sharedCounters"), "counter set names must be unique")
-    skip = bool(s.bool("skipNodeOperations"))
+    skip = s.strs("skipNodeOperations", unique=True)
+    if "NodePrepareResources" in skip and not ({"NodeUnprepareResources", "*"} & set(skip)):
+        raise FieldError(s.at("skipNodeOperations"), "NodePrepareResources may only be skipped together with "
+                                                     "NodeUnprepareResources (or \"*\")")
     s.ignore("partitionTypeAttribute")
     s.done()
     r.done()

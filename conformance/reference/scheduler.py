@@ -99,7 +99,8 @@ def schedule(store: ObjectStore, cache: ParsedCache, pod: dict[str, Any], gates:
         results = None
         if allocator is not None:
             try:
-                results = allocator.allocate(NodeInfo(name, labels), pending_models)
+                declared = tuple((node.get("status") or {}).get("declaredFeatures") or ())
+                results = allocator.allocate(NodeInfo(name, labels, declared), pending_models)
             except NodeAllocationError as exc:
                 reasons[str(exc)] += 1
                 continue

@@ -119,7 +119,7 @@ def test_thirty_two_device_limit_with_prioritized_lists() -> None:
     assert got is not None
     assert got[0][:16] == [f"req0/sub1->p1/device-{i}" for i in range(16)]
     assert got[0][16:] == [f"req1/sub1->p1/device-{i}" for i in range(16, 32)]
-    with pytest.raises(AllocationError, match="number of requested devices 33 exceeds the claim limit of 32"):
+    with pytest.raises(AllocationError, match="claim ns/c, request q: adding 1 devices exceeds the claim limit of 32, with 32 already accounted for"):
         allocate([s], [claim("c", req("r", count=32), req("q", count=1))])
 
 

@@ -1,0 +1,4 @@
+"""Generated gRPC stubs for the kubelet plugin APIs. Do not edit.
+
+Made by ``python -m fake_driver.protos.regenerate`` from ``fake_driver/protos/*.proto``.
+"""

@@ -1,0 +1,96 @@
+"""File helpers for the kubelet plugin: atomic writes, private directories, socket paths.
+
+Everything the plugin writes goes through ``atomic_write``: a temporary file in the same folder
+(named with a leading dot and no ``.json`` suffix, so CDI caches and the kubelet's plugin
+watcher ignore it), flushed and fsynced, then renamed over the target and the folder fsynced.
+A reader therefore sees the old file or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+# sun_path is 108 bytes on Linux including the terminating NUL.
+MAX_SOCKET_PATH = 107
+
+
+class PathTooLong(ValueError):
+    """A Unix socket path that does not fit into ``sockaddr_un``."""
+
+
+def check_socket_path(path: Path) -> Path:
+    """``path`` made absolute; raises ``PathTooLong`` when it cannot be bound."""
+    path = Path(os.path.abspath(path))
+    if len(os.fsencode(str(path))) > MAX_SOCKET_PATH:
+        raise PathTooLong(f"socket path {path} is {len(os.fsencode(str(path)))} bytes long; "
+                          f"Unix sockets allow at most {MAX_SOCKET_PATH}: use a shorter folder")
+    return path
+
+
+def ensure_dir(path: Path, mode: int) -> Path:
+    """Create ``path`` (and parents) if missing; a folder we create gets ``mode`` exactly.
+
+    An existing folder keeps its mode: shared folders such as the kubelet's registry or
+    ``/var/run/cdi`` belong to the node, not to us.
+    """
+    if not path.is_dir():
+        path.mkdir(parents=True, exist_ok=True)
+        os.chmod(path, mode)
+    return path
+
+
+def atomic_write(path: Path, data: bytes, mode: int = 0o644, *, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` atomically, leaving it with permission bits ``mode``."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), mode)
+            handle.write(data)
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    if durable:
+        fsync_dir(path.parent)
+
+
+def fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def remove_file(path: Path) -> bool:
+    """Delete ``path`` if it exists; ``True`` when something was deleted."""
+    try:
+        path.unlink()
+        return True
+    except FileNotFoundError:
+        return False
+
+
+def remove_stale_socket(path: Path) -> None:
+    """Remove a left-over socket before binding; refuse to delete anything that is not one."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(st.st_mode):
+        raise FileExistsError(f"{path} exists and is not a socket; refusing to replace it")
+    path.unlink()

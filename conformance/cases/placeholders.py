@@ -29,7 +29,11 @@ def resolve(value: Any, profile: Mapping[str, str], on_unknown: Callable[[tuple[
         return PATTERN.sub(sub, value)
     if isinstance(value, dict):
         for k in list(value):
-            value[k] = resolve(value[k], profile, on_unknown, path + (k,))
+            inner = resolve(value[k], profile, on_unknown, path + (k,))
+            new_key = resolve(k, profile, on_unknown, path + (k,)) if isinstance(k, str) and "${" in k else k
+            if new_key != k:
+                _rename_key(value, k, new_key)
+            value[new_key] = inner
         return value
     if isinstance(value, list):
         for i in range(len(value)):
@@ -46,3 +50,11 @@ def substitute_runtime(value: Any, namespace: str) -> Any:
     if isinstance(value, list):
         return [substitute_runtime(v, namespace) for v in value]
     return value
+
+
+def _rename_key(mapping: dict, old: str, new: str) -> None:  # type: ignore[type-arg]
+    """Move ``old`` to ``new`` keeping the line mark (marked dicts from the YAML loader)."""
+    marks = getattr(mapping, "marks", None)
+    del mapping[old]
+    if marks is not None and old in marks:
+        marks[new] = marks.pop(old)

@@ -154,7 +154,7 @@ def _selectors(r: Reader, key: str = "selectors") -> tuple[str, ...]:
         from ..cel import validate_expression
         problem = validate_expression(expr)
         if problem:
-            raise FieldError(c.at("expression"), f"compilation failed: {problem}")
+            raise FieldError(c.at("expression"), problem if problem.startswith("compilation failed") else f"compilation failed: {problem}")
         out.append(expr)
     return tuple(out)
 
@@ -254,14 +254,22 @@ def _request(r: Reader) -> DeviceRequest:
     return DeviceRequest(name, first_available=tuple(subs))
 
 
-def _constraint(r: Reader, request_names: set[str]) -> Constraint:
+def _check_request_refs(r: Reader, refs: tuple[str, ...], requests: dict[str, frozenset[str]]) -> None:
+    """``req`` names a request; ``req/sub`` a subrequest of a firstAvailable request."""
+    for i, ref in enumerate(refs):
+        base, sep, sub = ref.partition("/")
+        ok = base in requests and (not sep or sub in requests[base])
+        if not ok:
+            raise FieldError(r.at("requests") + (i,), f"must be the name of a request in the claim or the name of a "
+                                                      f"request and a subrequest separated by '/': {ref!r}")
+
+
+def _constraint(r: Reader, request_names: dict[str, frozenset[str]]) -> Constraint:
     reqs = r.strs("requests", max_items=MAX_REQUESTS, unique=True)
     match = r.str("matchAttribute")
     distinct = r.str("distinctAttribute")
     r.done()
-    for i, ref in enumerate(reqs):
-        if ref.split("/", 1)[0] not in request_names:
-            raise FieldError(r.at("requests") + (i,), f"must be the name of a request in the claim: {ref!r}")
+    _check_request_refs(r, reqs, request_names)
     if (match is None) == (distinct is None):
         raise FieldError(r.path, "exactly one of matchAttribute or distinctAttribute is required")
     check_fully_qualified_name(r.at("matchAttribute" if match else "distinctAttribute"), match or distinct or "")
@@ -284,11 +292,9 @@ def _opaque(r: Reader, *, required: bool = True) -> OpaqueConfig:
     return OpaqueConfig(driver, params)
 
 
-def _config(r: Reader, request_names: set[str]) -> ClaimConfig:
+def _config(r: Reader, request_names: dict[str, frozenset[str]]) -> ClaimConfig:
     reqs = r.strs("requests", max_items=MAX_REQUESTS, unique=True)
-    for i, ref in enumerate(reqs):
-        if ref.split("/", 1)[0] not in request_names:
-            raise FieldError(r.at("requests") + (i,), f"must be the name of a request in the claim: {ref!r}")
+    _check_request_refs(r, reqs, request_names)
     opaque = _opaque(r)
     r.done()
     return ClaimConfig(reqs, opaque)
@@ -304,7 +310,7 @@ def parse_claim_spec(r: Reader) -> ClaimSpec:
     for i, n in enumerate(names):
         if n in names[:i]:
             raise FieldError(d.at("requests") + (i, "name"), f"duplicate request name {n!r}")
-    name_set = set(names)
+    name_set = {q.name: frozenset(s.name for s in q.first_available) for q in requests}
     constraints = d.objs("constraints", lambda x: _constraint(x, name_set), max_items=MAX_CONSTRAINTS)
     config = d.objs("config", lambda x: _config(x, name_set), max_items=MAX_CONFIGS)
     d.done()

@@ -107,3 +107,18 @@ def test_expect_error_steps_skip_manifest_validation() -> None:
     text = GOOD.replace("- name: gpu", "- name: GPU").replace("  - apply:", "  - expectError: must be a DNS label\n    apply:")
     res = load(text)
     assert not res.errors and res.cases[0].steps[0].expect_error == "must be a DNS label"
+
+
+def test_constraint_names_must_resolve_to_a_request_or_subrequest() -> None:
+    text = GOOD.replace('              exactly: {deviceClassName: "${class.gpu}"}',
+                        '              exactly: {deviceClassName: "${class.gpu}"}\n'
+                        '          constraints:\n            - {requests: [gpu/typo], matchAttribute: "${attr.gpu.numa}"}')
+    (err,) = load(text).errors
+    assert "constraints[0].requests[0]: must be the name of a request in the claim or the name of a request and a subrequest" in str(err)
+
+
+def test_placeholders_in_mapping_keys_are_resolved() -> None:
+    text = GOOD.replace("  - apply:", "  - apply:\n      - apiVersion: v1\n        kind: Pod\n        metadata: {name: p, annotations: {\"${driver.gpu}\": x}}\n        spec: {containers: [{name: c, image: i}]}\n    name: s\n  - apply:")
+    res = load(text)
+    assert not res.errors, res.errors
+    assert res.cases[0].steps[0].manifests[0]["metadata"]["annotations"] == {PROFILE["driver.gpu"]: "x"}

@@ -84,7 +84,7 @@ DEVICE_CASES = [
     ('device.driver == "gpu.example.com"', True),
     (f'{G}.model == "h100"', True),
     (f'{G}.index == 3 && {G}.ecc', True),
-    (f'device.attributes["dra.example.com"].version == semver("1.3.0")', True),
+    ('device.attributes["dra.example.com"].version == semver("1.3.0")', True),
     ('device.attributes["resource.kubernetes.io"].numaNode == 1', True),
     ('"numaNode" in device.attributes["resource.kubernetes.io"]', True),
     ('"resource.kubernetes.io/numaNode" in device.attributes["resource.kubernetes.io"]', False),
@@ -167,7 +167,11 @@ MISSING_CASES = [
     (f"true && {G}.missing == 1", Err("no such key: missing")),
     (f"{G}.index > 2 ? true : {G}.missing", True),
     # Macros on a scalar attribute.
-    (f"{G}.index.exists(x, x > 0)", Err("expected iterable type")),
+    (f"{G}.index.exists(x, x > 0)", Err("got 'types.Int', expected iterable type")),
+    (f"{G}.model.all(x, x != '')", Err("got 'types.String', expected iterable type")),
+    (f'{G}.driverVersion.exists(v, v.major() > 0)', Err("got 'cel.Semver', expected iterable type")),
+    (f"{G}.ids.exists(i, i == 5) && {G}.ecc.exists(x, x)", Err("got 'types.Bool', expected iterable type")),
+    ("dyn(1).exists(x, x > 0)", Err("expected iterable type")),
 ]
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conformance.semver import Semver
@@ -124,6 +124,7 @@ def test_rejects_non_string() -> None:
 _numbers = st.integers(min_value=0, max_value=10**6)
 
 
+@settings(deadline=None)
 @given(_numbers, _numbers, _numbers, st.lists(st.one_of(_numbers, st.from_regex(r"[a-z][a-z0-9-]{0,5}", fullmatch=True)),
                                                max_size=3))
 def test_round_trip(major: int, minor: int, patch: int, pre: list[object]) -> None:
@@ -133,6 +134,7 @@ def test_round_trip(major: int, minor: int, patch: int, pre: list[object]) -> No
     assert Semver.parse(str(v)) == v
 
 
+@settings(deadline=None)
 @given(_numbers, _numbers, _numbers, _numbers, _numbers, _numbers)
 def test_core_order_matches_tuples(a: int, b: int, c: int, x: int, y: int, z: int) -> None:
     left, right = Semver(a, b, c), Semver(x, y, z)

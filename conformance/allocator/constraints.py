@@ -51,8 +51,8 @@ class ConstraintTracker:
             return True
         return request in self.requests or (sub is not None and f"{request}/{sub}" in self.requests)
 
-    def add(self, dev_id: DeviceID, device: Device, driver: str) -> bool:
-        v = lookup_attribute(device, driver, self.attribute)
+    def add(self, dev_id: DeviceID, v: AttributeValue | None) -> bool:
+        """Hold the device if its value of the attribute keeps the constraint satisfied."""
         if v is None or v.kind is None:
             return False
         ok = self._accepts_distinct(v) if self.distinct else self._accepts_match(v)

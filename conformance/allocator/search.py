@@ -13,12 +13,13 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from ..cel import CelCompileError, CelDevice, CelRuntimeError, compile_selector, encode_device
+from ..cel import CelCompileError, CelDevice, CelRuntimeError, compile_selector, encode_device, evaluate_derived
+from ..model.attributes import AttributeValue
 from ..quantity import Quantity
 from ..model.claim import DeviceClass, DeviceRequestSpec, ResourceClaim
 from ..model.slice import Device, ResourceSlice, node_matches
 from . import capacity as cap
-from .constraints import ConstraintTracker, GroupIntersection
+from .constraints import ConstraintTracker, GroupIntersection, lookup_attribute
 from .pools import Pool, SliceIndex
 from .results import build_configs, build_node_selector
 from .types import (ALLOCATION_LIMIT, AllocatedState, AllocationError, AllocationResult, CandidateDevice, DeviceID,
@@ -43,6 +44,7 @@ class _RequestData:
     parent: bool            # part of a firstAvailable list
     num_devices: int = 0
     all_devices: list[CandidateDevice] | None = None
+    derived: dict[str, str] = field(default_factory=dict)  # attribute name -> CEL expression
 
     @property
     def result_name(self) -> str:
@@ -59,7 +61,7 @@ class SelectorCache:
 
     def __init__(self) -> None:
         self._encoded: dict[int, tuple[Device, object]] = {}
-        self._results: dict[tuple[str, int], bool | CelRuntimeError] = {}
+        self._results: dict[tuple[str, int], object] = {}
 
     def encoded(self, device: Device, driver: str) -> object:
         hit = self._encoded.get(id(device))
@@ -70,6 +72,19 @@ class SelectorCache:
             hit = (device, enc)
             self._encoded[id(device)] = hit
         return hit[1]
+
+    def derived(self, expression: str, device: Device, driver: str) -> AttributeValue:
+        key = ("derived:" + expression, id(device))
+        got = self._results.get(key)
+        if got is None:
+            try:
+                got = evaluate_derived(expression, self.encoded(device, driver))  # type: ignore[arg-type]
+            except CelRuntimeError as exc:
+                got = exc
+            self._results[key] = got  # type: ignore[assignment]
+        if isinstance(got, CelRuntimeError):
+            raise got
+        return got  # type: ignore[return-value]
 
     def evaluate(self, expression: str, device: Device, driver: str, allow_multiple: bool) -> bool:
         key = (expression, id(device))
@@ -157,6 +172,9 @@ class Allocator:
                 assert spec is not None
                 sub_name = spec.name if req.first_available else None
                 sub_where = f"claim {claim.ref}, {'subrequest' if sub_name else 'request'} {spec.name}"
+                if spec.derived_attributes and not f.derived_attributes:
+                    raise AllocationError(f"claim {claim.ref}, request {spec.name}: cannot handle request with derived "
+                                          f"attributes, the feature is disabled")
                 if spec.capacity is not None and not f.consumable_capacity:
                     raise AllocationError(f"{sub_where}: has capacity requests, but the DRAConsumableCapacity feature is disabled")
                 if spec.admin_access is not None and not f.admin_access:
@@ -165,7 +183,8 @@ class Allocator:
                 if cls is None:
                     raise AllocationError(f"{sub_where}: could not retrieve device class {spec.device_class_name}: "
                                           f"deviceclass.resource.k8s.io \"{spec.device_class_name}\" not found")
-                rd = _RequestData(ci, req.name, sub_name, spec, cls, bool(req.first_available))
+                rd = _RequestData(ci, req.name, sub_name, spec, cls, bool(req.first_available),
+                                  derived={a.name: a.expression for a in spec.derived_attributes})
                 self._requests[(ci, ri, si)] = rd
                 if spec.allocation_mode == "ExactCount":
                     rd.num_devices = spec.count
@@ -375,7 +394,14 @@ class Allocator:
         for tracker in self._constraints[ci]:
             if not tracker.applies(rd.request_name, rd.sub_name):
                 continue
-            if not tracker.add(cand.id, d, cand.slice.driver):
+            try:
+                value = self._lookup(rd, cand, tracker.attribute)
+            except AllocationError:
+                for t in added:
+                    t.remove(cand.id)
+                rollback()
+                raise
+            if not tracker.add(cand.id, value):
                 for t in added:
                     t.remove(cand.id)
                 rollback()
@@ -418,6 +444,19 @@ class Allocator:
         n = len(results)
         undo_steps.append(lambda: results.__delitem__(slice(n - 1, None)))
         return rollback
+
+    def _lookup(self, rd: _RequestData, cand: CandidateDevice, name: str) -> AttributeValue | None:
+        """A derived attribute of the request wins over the device's own attribute of that name."""
+        expression = rd.derived.get(name)
+        if expression is None:
+            return lookup_attribute(cand.device, cand.slice.driver, name)
+        try:
+            return self.cel.derived(expression, cand.device, cand.slice.driver)
+        except CelCompileError as exc:
+            raise AllocationError(f"compile derived attribute {name} failed: {exc}") from None
+        except CelRuntimeError as exc:
+            raise AllocationError(f"evaluate derived attribute {name} on device {device_id_str(cand.id)} failed: "
+                                  f"{exc}") from None
 
     def _tolerated(self, rd: _RequestData, d: Device) -> bool:
         for taint in d.taints:

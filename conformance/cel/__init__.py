@@ -7,8 +7,10 @@ Built on cel-expr-python (Google's cel-cpp). Typical use::
     selector.matches(encoded)          # True/False, or CelRuntimeError
 
 Compile once per expression (``compile_selector`` caches the last 1024 outcomes) and encode each
-device once; an ``EncodedDevice`` is plain data and can be matched against any number of
-selectors from any thread, so callers may cache results per (expression, device).
+device once; an ``EncodedDevice`` is immutable (apart from a per-thread cache of engine inputs)
+and can be matched against any number of selectors from any thread, so callers may cache results
+per (expression, device). Besides the lazily built engine environment and the compile cache the
+package keeps only bounded memo caches of pure functions (parsed quantities, versions, regexes).
 
 What the environment offers
     The variable ``device`` (``driver``, ``attributes``, ``capacity``,
@@ -28,7 +30,8 @@ Exact
     the unknown-domain rule for constant domain names (``device.attributes["x.example.com"]`` is
     ``{}`` when the device has no such domain, while ``in``, ``size()`` and iteration see only
     real domains) and for computed domain names (``[k]`` and ``[?k]``); literal validation (regex,
-    duration, timestamp) and the bool-or-dyn result type check at compile time.
+    duration, timestamp) and the bool-or-dyn result type check at compile time; ``got 'types.Int',
+    expected iterable type`` for a macro over a scalar taken from the device.
 
 Approximate
     * Cost: cel-expr-python counts no cost, so the limit of 1,000,000 is enforced with an upper
@@ -50,12 +53,19 @@ Approximate
     * Inside Python functions uints arrive as ints: ``[1u, 2u].sum()`` is an int (it still
       compares equal to ``3u``); ``find``/``findAll`` run Python's ``re`` in ASCII mode after RE2
       has validated the pattern.
+    * ``sum``, ``min``, ``max`` and ``sort`` are declared on ``list(dyn)`` (the engine allows no
+      overlapping overloads), so ``["a"].sum()`` is a runtime ``no such overload`` instead of a
+      compile error, and their results are typed ``dyn``.
+    * ``Selector.static_cost`` (the bound for any device within API limits) is looser than
+      upstream's compile-time estimate; it only decides when the per-device bound is needed and
+      is no substitute for the API server's "too complex" validation.
     * Error texts of the engine that have no cel-go counterpart are passed through (without the
       status code).
 
 Not supported
     Two-variable comprehensions (``all(i, v, ...)``, ``transformList`` ...) and ordering across
-    numeric types in the type checker (``1u < 2``; ``dyn(1u) < 2`` works): both raise
+    numeric types in the type checker (``1u < 2``, ``1 < 1.5``; ``dyn(1) < 1.5`` and attribute
+    values, which are dynamically typed, work): both raise
     :class:`CelUnsupportedError`, a :class:`CelCompileError`. Parser nesting deeper than 32
     levels (upstream allows more). Results of type duration or timestamp from ``sum``, ``min``,
     ``max`` and the list extension (the engine cannot take them back from Python; a clear runtime
@@ -71,6 +81,7 @@ from ._compile import (CACHE_SIZE, ENGINE_BUDGET_TEXT, MAX_COST, MAX_EXPRESSION_
 from ._cost import API_VALUE_BOUND
 from ._device import CelDevice, EncodedDevice, encode_device
 from ._errors import COST_LIMIT_TEXT, CelCompileError, CelRuntimeError
+from ._derived import evaluate_derived
 from ._functions import MAX_INCLUDES_LIST
 
 __all__ = [
@@ -78,5 +89,5 @@ __all__ = [
     "COST_LIMIT_TEXT", "ENGINE_BUDGET_TEXT",
     "CelCompileError", "CelUnsupportedError", "CelRuntimeError",
     "AttributeValue", "CelDevice", "EncodedDevice", "encode_device",
-    "Selector", "compile_selector", "validate_expression",
+    "Selector", "compile_selector", "validate_expression", "evaluate_derived",
 ]

@@ -20,7 +20,8 @@ from google.protobuf import any_pb2
 from ._proto import CHECKED_EXPR_URL, CheckedExpr
 
 __all__ = [
-    "DomainMapUse", "decode", "encode", "rewrite_domain_maps", "literal_issues", "format_issue",
+    "DomainMapUse", "decode", "encode", "rewrite_domain_maps", "literal_arguments", "homogeneous_literal_issues",
+    "format_issue", "format_type", "walk", "is_bind",
     "DOMAIN_MAPS", "HIDDEN_FIELDS", "DOMAIN_LOOKUP_FUNCTION",
 ]
 
@@ -97,7 +98,8 @@ def _classify(expr: Any, scope: dict[str, str | None]) -> str | None:
     return None
 
 
-def _is_bind(comp: Any) -> bool:
+def is_bind(comp: Any) -> bool:
+    """Whether a comprehension is the expansion of ``cel.bind`` (an empty iteration range)."""
     rng = comp.iter_range
     return rng.WhichOneof("expr_kind") == "list_expr" and len(rng.list_expr.elements) == 0
 
@@ -183,7 +185,7 @@ class _DomainRewriter:
 
     def _visit_comprehension(self, comp: Any, scope: dict[str, str | None]) -> None:
         inner = dict(scope)
-        if _is_bind(comp):
+        if is_bind(comp):
             bound = _classify(comp.accu_init, scope)
             self.visit(comp.accu_init, scope, lookup=bound is not None)
             inner[comp.accu_var] = bound
@@ -217,30 +219,36 @@ def rewrite_domain_maps(checked: Any) -> DomainMapUse:
 # -- literal validators --------------------------------------------------------------------
 
 
-def walk(expr: Any, parents: tuple[Any, ...] = ()) -> Iterator[tuple[Any, tuple[Any, ...]]]:
-    """Every node with its ancestors (nearest last)."""
-    yield expr, parents
+def _children(expr: Any) -> list[Any]:
     kind = expr.WhichOneof("expr_kind")
-    below = parents + (expr,)
     if kind == "select_expr":
-        yield from walk(expr.select_expr.operand, below)
-    elif kind == "call_expr":
-        if expr.call_expr.HasField("target"):
-            yield from walk(expr.call_expr.target, below)
-        for arg in expr.call_expr.args:
-            yield from walk(arg, below)
-    elif kind == "list_expr":
-        for element in expr.list_expr.elements:
-            yield from walk(element, below)
-    elif kind == "struct_expr":
+        return [expr.select_expr.operand]
+    if kind == "call_expr":
+        call = expr.call_expr
+        return ([call.target] if call.HasField("target") else []) + list(call.args)
+    if kind == "list_expr":
+        return list(expr.list_expr.elements)
+    if kind == "struct_expr":
+        out = []
         for entry in expr.struct_expr.entries:
             if entry.HasField("map_key"):
-                yield from walk(entry.map_key, below)
-            yield from walk(entry.value, below)
-    elif kind == "comprehension_expr":
+                out.append(entry.map_key)
+            out.append(entry.value)
+        return out
+    if kind == "comprehension_expr":
         comp = expr.comprehension_expr
-        for part in (comp.iter_range, comp.accu_init, comp.loop_condition, comp.loop_step, comp.result):
-            yield from walk(part, below)
+        return [comp.iter_range, comp.accu_init, comp.loop_condition, comp.loop_step, comp.result]
+    return []
+
+
+def walk(expr: Any) -> Iterator[tuple[Any, tuple[Any, ...]]]:
+    """Every node with its ancestors (nearest last), parents before children, left to right."""
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(expr, ())]
+    while stack:
+        node, parents = stack.pop()
+        yield node, parents
+        below = parents + (node,)
+        stack.extend((child, below) for child in reversed(_children(node)))
 
 
 _VALIDATED_CALLS = {"matches": "matches", "duration": "duration", "timestamp": "timestamp"}

@@ -11,10 +11,10 @@ from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional
 
 from . import _ast
-from ._cost import API_VALUE_BOUND, estimate_cost
+from ._cost import API_VALUE_BOUND, estimate_cost, non_iterable_range
 from ._device import EncodedDevice
-from ._errors import (COST_LIMIT_TEXT, CelCompileError, CelRuntimeError, compile_error_text, runtime_error_text,
-                      strip_status)
+from ._errors import (COST_LIMIT_TEXT, NOT_ITERABLE_TEXT, CelCompileError, CelRuntimeError, compile_error_text,
+                      runtime_error_text, strip_status)
 from ._functions import declarations
 from ._proto import VALUE_POOL
 
@@ -128,6 +128,13 @@ class Selector:
 
     def matches(self, device: EncodedDevice) -> bool:
         """Evaluate on ``device``; ``CelRuntimeError`` with upstream's wording on any error."""
+        result, kind = self.evaluate(device)
+        if type(result) is bool:
+            return result
+        raise CelRuntimeError(f"CEL result of type {_result_type_name(kind)} could not be converted to bool")
+
+    def evaluate(self, device: EncodedDevice) -> tuple[Any, Any]:
+        """The engine's result value and its type; ``CelRuntimeError`` on any evaluation error."""
         if device.error is not None:
             raise CelRuntimeError(device.error)
         if (self._static_cost > MAX_COST or device.largest > API_VALUE_BOUND) \
@@ -139,12 +146,22 @@ class Selector:
         except RuntimeError as err:
             raise _engine_exception(str(err)) from None
         result = value.value()
-        if type(result) is bool:
-            return result
         kind = value.type()
-        if kind == _T.ERROR:
-            raise CelRuntimeError(runtime_error_text(str(result)), str(result))
-        raise CelRuntimeError(f"CEL result of type {_result_type_name(kind)} could not be converted to bool")
+        if type(result) is not bool and kind == _T.ERROR:
+            raise CelRuntimeError(self._error_text(str(result), device), str(result))
+        return result, kind
+
+    def result_type_name(self, kind: Any) -> str:
+        return _result_type_name(kind)
+
+    def _error_text(self, raw: str, device: EncodedDevice) -> str:
+        text = runtime_error_text(raw)
+        if text == NOT_ITERABLE_TEXT:
+            # The engine does not name the offending type; find it the way cel-go reports it.
+            found = non_iterable_range(self._checked, device.device)
+            if found is not None:
+                return f"got '{found}', expected iterable type"
+        return text
 
     def _activation(self, device: EncodedDevice) -> Any:
         """The engine input for ``device``, built once per device and input variant."""
@@ -207,7 +224,7 @@ def _compile_failure(expression: str, raw: str) -> CelCompileError:
     return CelCompileError(detail)
 
 
-def _validate_checked(engine: _Engine, expression: str, checked: Any) -> None:
+def _validate_checked(engine: _Engine, expression: str, checked: Any, *, want_bool: bool = True) -> None:
     issues = [(node_id, message) for node_id, message in _ast.homogeneous_literal_issues(checked)]
     for function, literal, node_id in _ast.literal_arguments(checked):
         if engine.literal_error(function, literal) is not None:
@@ -216,12 +233,12 @@ def _validate_checked(engine: _Engine, expression: str, checked: Any) -> None:
         lines = [_ast.format_issue(checked, expression, node_id, message) for node_id, message in issues]
         raise CelCompileError("compilation failed: " + "\n".join(lines))
     root_type = checked.type_map.get(checked.expr.id)
-    if root_type is not None and root_type.WhichOneof("type_kind") not in ("dyn", None) \
+    if want_bool and root_type is not None and root_type.WhichOneof("type_kind") not in ("dyn", None) \
             and _ast.format_type(root_type) != "bool":
         raise CelCompileError(f"must evaluate to bool or the unknown type, not {_ast.format_type(root_type)}")
 
 
-def _compile(expression: str) -> Selector:
+def _compile(expression: str, *, want_bool: bool = True) -> Selector:
     size = len(expression.encode("utf-8"))
     if size > MAX_EXPRESSION_LENGTH:
         raise CelCompileError(f"expression too long: {size} bytes, limit {MAX_EXPRESSION_LENGTH}")
@@ -231,7 +248,7 @@ def _compile(expression: str) -> Selector:
     except RuntimeError as err:
         raise _compile_failure(expression, str(err)) from None
     wrapper, checked = _ast.decode(program.serialize())
-    _validate_checked(engine, expression, checked)
+    _validate_checked(engine, expression, checked, want_bool=want_bool)
     use = _ast.rewrite_domain_maps(checked)
     rewritten = engine.env.deserialize(_ast.encode(wrapper, checked))
     return Selector(expression, rewritten, checked, use)
@@ -265,6 +282,21 @@ class _SelectorCache:
 
 
 _cache = _SelectorCache(CACHE_SIZE)
+_value_cache = _SelectorCache(CACHE_SIZE)
+
+
+def compile_value_expression(expression: str) -> Selector:
+    """Compile an expression whose result is a value rather than a bool (derived attributes)."""
+    outcome = _value_cache.get(expression)
+    if outcome is None:
+        try:
+            outcome = _compile(expression, want_bool=False)
+        except CelCompileError as err:
+            outcome = err
+        _value_cache.put(expression, outcome)
+    if isinstance(outcome, CelCompileError):
+        raise type(outcome)(str(outcome))
+    return outcome
 
 
 def compile_selector(expression: str) -> Selector:

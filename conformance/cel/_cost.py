@@ -26,9 +26,10 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from ._ast import DOMAIN_LOOKUP_FUNCTION, HIDDEN_FIELDS
+from ._ast import DOMAIN_LOOKUP_FUNCTION, HIDDEN_FIELDS, is_bind, walk
+from ._proto import QuantityMessage, SemverMessage
 
-__all__ = ["estimate_cost", "value_size", "API_VALUE_BOUND"]
+__all__ = ["estimate_cost", "non_iterable_range", "value_size", "API_VALUE_BOUND"]
 
 #: Largest list or string an attribute value may have under API validation.
 API_VALUE_BOUND = 64
@@ -336,9 +337,33 @@ def estimate_cost(checked: Any, device: Any = _UNKNOWN, bound: int = API_VALUE_B
     ``device`` is the encoded ``device`` map; ``bound`` caps the size of every value whose size
     the walk cannot know.
     """
-    if isinstance(device, dict):
-        device = dict(device)
-        for name, hidden in HIDDEN_FIELDS.items():
-            if name in device:
-                device[hidden] = device[name]
-    return _Estimator(device, bound).est(checked.expr, {}).cost
+    return _Estimator(_with_hidden_fields(device), bound).est(checked.expr, {}).cost
+
+
+def _with_hidden_fields(device: Any) -> Any:
+    """The device map as the rewritten AST reads it (hidden fields alias the real maps)."""
+    if not isinstance(device, dict):
+        return device
+    view = dict(device)
+    for name, hidden in HIDDEN_FIELDS.items():
+        if name in view:
+            view[hidden] = view[name]
+    return view
+
+
+_GO_TYPE_NAMES = {bool: "types.Bool", int: "types.Int", float: "types.Double", str: "types.String",
+                  bytes: "types.Bytes", bytearray: "types.Bytes", type(None): "types.Null",
+                  QuantityMessage: "cel.Quantity", SemverMessage: "cel.Semver"}
+
+
+def non_iterable_range(checked: Any, device: Any) -> str | None:
+    """cel-go's type name of the first comprehension range (in evaluation order) that the
+    device determines and that is neither a list nor a map; None if there is none."""
+    estimator = _Estimator(_with_hidden_fields(device), API_VALUE_BOUND)
+    for expr, _ in walk(checked.expr):
+        if expr.WhichOneof("expr_kind") != "comprehension_expr" or is_bind(expr.comprehension_expr):
+            continue
+        value = estimator.est(expr.comprehension_expr.iter_range, {}).value
+        if value is not _UNKNOWN and not isinstance(value, (list, dict)):
+            return _GO_TYPE_NAMES.get(type(value), type(value).__name__)
+    return None

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CelCompileError", "CelRuntimeError", "runtime_error_text", "compile_error_text", "COST_LIMIT_TEXT"]
+__all__ = ["CelCompileError", "CelRuntimeError", "runtime_error_text", "compile_error_text", "COST_LIMIT_TEXT",
+           "NOT_ITERABLE_TEXT"]
 
 COST_LIMIT_TEXT = "operation cancelled: actual cost limit exceeded"
+#: Used when the offending type cannot be named (cel-go: ``got 'types.Int', expected iterable type``).
+NOT_ITERABLE_TEXT = "got a value that is not a list or map, expected iterable type"
 
 _STATUS_PREFIX = re.compile(r"^[A-Z][A-Z_]+: ")
 _STATUS_SUFFIX = re.compile(r"\s*\[[A-Z][A-Z_]+\]\s*$")
@@ -45,7 +48,7 @@ def runtime_error_text(raw: str) -> str:
         key = missing.group("s") if missing.group("s") is not None else missing.group("o")
         return f"no such key: {key}"
     if text.startswith("No matching overloads found : <iter_range>"):
-        return "got a value that is not a list or map, expected iterable type"
+        return NOT_ITERABLE_TEXT
     if text.startswith("No matching overloads found"):
         return "no such overload"
     if text == "divide by zero":

@@ -2,8 +2,13 @@
 
 The engine's own strings extension cannot be used: it declares ``indexOf``/``lastIndexOf`` for
 strings only, and the engine refuses a second declaration of the same name, which the Kubernetes
-lists library needs for ``list.indexOf``. So both live here, and the list versions are in
-``_functions``. Indices count Unicode code points, as cel-go does.
+lists library needs for ``list.indexOf``. So the string functions are implemented here and
+declared in ``_functions`` (``indexOf``/``lastIndexOf`` together with their list forms in
+``_lists``). Indices count Unicode code points, as cel-go does.
+
+``format`` follows cel-go's first formatter (strings versions 1 to 3). Its ``%f`` and ``%e``
+clauses go through an en_US number printer upstream; they are rendered here with digit grouping
+and the ``1.5 × 10⁰³`` notation that printer produces.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ MAX_SUBREQUESTS = 8
 MAX_TOLERATIONS = 16
 MAX_OPAQUE_BYTES = 10 * 1024
 MAX_CEL_LENGTH = 10 * 1024
+MAX_DERIVED_ATTRIBUTES = 32
 ALLOCATION_RESULTS_MAX = 32
 MODES = ("ExactCount", "All")
 TOLERATION_OPERATORS = ("Exists", "Equal")
@@ -213,8 +214,11 @@ def _request_body(r: Reader, name: str, *, sub: bool) -> DeviceRequestSpec:
                 raise FieldError(cap.at("requests") + (k,), f"invalid quantity {v!r}: {exc}") from None
         cap.done()
     derived = tuple(
-        DerivedAttribute(*_derived(Reader(item, path))) for item, path in r.items("derivedAttributes", max_items=8)
+        DerivedAttribute(*_derived(Reader(item, path)))
+        for item, path in r.items("derivedAttributes", max_items=MAX_DERIVED_ATTRIBUTES)
     )
+    if len({d.name for d in derived}) != len(derived):
+        raise FieldError(r.at("derivedAttributes"), "derived attribute names must be unique")
     r.done()
     return DeviceRequestSpec(name, cls, selectors, mode, 1 if count is None and mode == "ExactCount" else (count or 0),
                              admin, tolerations, capacity, derived)
@@ -225,6 +229,16 @@ def _derived(r: Reader) -> tuple[str, str]:
     expr = r.str("expression", required=True)
     r.done()
     assert name is not None and expr is not None
+    check_fully_qualified_name(r.at("name"), name)
+    if len(expr.encode()) > MAX_CEL_LENGTH:
+        raise FieldError(r.at("expression"), f"must be at most {MAX_CEL_LENGTH} bytes, got {len(expr.encode())}")
+    from ..cel import CelCompileError
+    from ..cel._compile import compile_value_expression
+    try:
+        compile_value_expression(expr)
+    except CelCompileError as exc:
+        text = str(exc).split("\n")[0]
+        raise FieldError(r.at("expression"), text if text.startswith("compilation failed") else f"compilation failed: {text}") from None
     return name, expr
 
 
@@ -314,6 +328,14 @@ def parse_claim_spec(r: Reader) -> ClaimSpec:
     constraints = d.objs("constraints", lambda x: _constraint(x, name_set), max_items=MAX_CONSTRAINTS)
     config = d.objs("config", lambda x: _config(x, name_set), max_items=MAX_CONFIGS)
     d.done()
+    used = {c.match_attribute or c.distinct_attribute for c in constraints}
+    for i, q in enumerate(requests):
+        specs = [(q.exactly, ("exactly",))] if q.exactly else [(x, ("firstAvailable", j)) for j, x in enumerate(q.first_available)]
+        for spec, where in specs:
+            for k, a in enumerate(spec.derived_attributes if spec else ()):
+                if a.name not in used:
+                    raise FieldError(d.at("requests") + (i,) + where + ("derivedAttributes", k, "name"),
+                                     f"derived attribute {a.name!r} is not used by any matchAttribute or distinctAttribute constraint")
     return ClaimSpec(requests, constraints, config)
 
 
@@ -363,5 +385,8 @@ def parse_device_class(r: Reader) -> DeviceClass:
         config = tuple(_opaque(Reader(item, path)) for item, path in s.items("config", max_items=MAX_CONFIGS))
         ext = s.str("extendedResourceName")
         s.done()
+        from .pod import is_extended_resource_name
+        if ext is not None and not is_extended_resource_name(ext):
+            raise FieldError(s.at("extendedResourceName"), f"Invalid value: {ext!r}: must be a valid extended resource name")
     r.done()
     return DeviceClass(meta, selectors, config, ext)

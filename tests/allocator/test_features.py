@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from conformance.allocator import AllocatedState, Features
 
-from .helpers import allocate, allocate_raw, claim, device, req, rslice
+from .helpers import allocate, allocate_raw, claim, dclass, device, req, rslice
 
 GROUPS_ON = Features(compatibility_groups=True)
 
@@ -78,3 +78,48 @@ def test_distinct_scalar_mode_ignores_list_values_already_held() -> None:
     c = claim("c", req("r", count=2), constraints=[{"distinctAttribute": "a.example.com/nic"}])
     assert allocate(s, [c]) == [["r->p1/d1", "r->p1/d2"]]
     assert allocate(s, [c], features=Features(list_type_attributes=True)) is None
+
+
+DERIVED_ON = Features(derived_attributes=True)
+
+
+def _gpu_nic() -> list:
+    return [rslice("g", [device("g0", attrs={"numa": 0}), device("g1", attrs={"numa": 1})], driver="gpu.example.com", pool="pg"),
+            rslice("n", [device("n1", attrs={"numaNode": 1})], driver="nic.example.com", pool="pn")]
+
+
+GPU_CLASS = dclass("gpu", 'device.driver == "gpu.example.com"')
+NIC_CLASS = dclass("nic", 'device.driver == "nic.example.com"')
+
+
+def _numa_claim(gpu_expr: str = 'device.attributes["gpu.example.com"].numa') -> object:
+    return claim("c",
+                 req("gpu", "gpu", derivedAttributes=[{"name": "derived/numa", "expression": gpu_expr}]),
+                 req("nic", "nic", derivedAttributes=[{"name": "derived/numa", "expression": 'device.attributes["nic.example.com"].numaNode'}]),
+                 constraints=[{"matchAttribute": "derived/numa"}])
+
+
+def test_derived_attribute_aligns_two_vendors_names() -> None:
+    assert allocate(_gpu_nic(), [_numa_claim()], features=DERIVED_ON, classes=[GPU_CLASS, NIC_CLASS]) == [["gpu->pg/g1", "nic->pn/n1"]]
+
+
+def test_derived_attributes_need_the_gate() -> None:
+    import pytest
+    from conformance.allocator import AllocationError
+    with pytest.raises(AllocationError, match="cannot handle request with derived attributes, the feature is disabled"):
+        allocate(_gpu_nic(), [_numa_claim()], classes=[GPU_CLASS, NIC_CLASS])
+
+
+def test_derived_attribute_runtime_error_is_fatal_and_names_the_device() -> None:
+    import pytest
+    from conformance.allocator import AllocationError
+    bad = _numa_claim('device.attributes["gpu.example.com"].missing')
+    with pytest.raises(AllocationError, match=r"evaluate derived attribute derived/numa on device gpu.example.com/pg/g0 failed: .*no such key: missing"):
+        allocate(_gpu_nic(), [bad], features=DERIVED_ON, classes=[GPU_CLASS, NIC_CLASS])
+
+
+def test_derived_attribute_must_be_used_by_a_constraint() -> None:
+    import pytest
+    from conformance.errors import FieldError
+    with pytest.raises(FieldError, match="not used by any matchAttribute or distinctAttribute constraint"):
+        claim("c", req("gpu", derivedAttributes=[{"name": "derived/numa", "expression": "1"}]))

@@ -26,18 +26,34 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("-m", dest="markexpr", default=None, help="only cases matching this marker expression, e.g. feature_core")
     run.add_argument("--feature-gates", default="", help="reference backend gates on top of the 1.37 defaults, A=true,B=false")
     run.add_argument("--profile", default=None, help="vendor profile YAML for the case placeholders")
-    run.add_argument("-q", "--quiet", action="store_true", help="print only failures and the verdict")
+    run.add_argument("-q", "--quiet", action="store_true", help="no progress and no matrix: print only failures and the verdict")
     run.add_argument("-v", "--verbose", action="store_true", help="one line per case")
+    run.add_argument("--plain", action="store_true",
+                     help="output for logs: no colour, no line rewriting, a progress line per tenth of the run "
+                          "(the default when stdout is not a terminal)")
 
-    rep = sub.add_parser("report", help="re-render junit.xml and report.html from a results.json")
-    rep.add_argument("results", help="results.json of an earlier run")
-    rep.add_argument("--out", default=None, help="output folder (default: next to results.json)")
+    rep = sub.add_parser("report", help="re-render junit.xml and report.html from a results.json, or compare two runs",
+                         description="Re-render junit.xml and report.html from a results.json, or, with --compare, "
+                                     "show what changed between two runs and write compare.html. With --compare the "
+                                     "exit code is 1 when a case fails or errors in NEW that did not in OLD (cases "
+                                     "new in NEW included), 0 otherwise, 2 when a file cannot be read: use it to "
+                                     "gate CI on regressions.")
+    rep.add_argument("results", nargs="?", help="results.json of an earlier run")
+    rep.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"), default=None,
+                     help="compare two results.json files: newly failing, newly passing, newly skipped, added, removed")
+    rep.add_argument("--out", default=None, help="output folder (default: next to results.json, or next to NEW)")
 
     lint = sub.add_parser("lint", help="load case files and print every problem (no target needed)")
     lint.add_argument("paths", nargs="*")
     lint.add_argument("--profile", default=None)
 
     sub.add_parser("features", help="list the DRA features of Kubernetes 1.37 that drakit knows")
+    from clusters import cli as cluster_cli
+    from clusters.nodeagent import cli as agent_cli
+    from fake_driver import cli as driver_cli
+    from .nodecheck import cli as nodecheck_cli
+    for module in (cluster_cli, driver_cli, nodecheck_cli, agent_cli):
+        module.add_parsers(sub)
     return p
 
 
@@ -49,7 +65,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_report(args)
     if args.command == "lint":
         return cmd_lint(args)
-    return cmd_features()
+    if args.command == "features":
+        return cmd_features()
+    from clusters import cli as cluster_cli
+    from clusters.nodeagent import cli as agent_cli
+    from fake_driver import cli as driver_cli
+    from .nodecheck import cli as nodecheck_cli
+    handlers = {"cluster": cluster_cli.run, "driver": driver_cli.run, "node-check": nodecheck_cli.run,
+                "node-agent": agent_cli.run}
+    return handlers[args.command](args)
 
 
 def _paths(raw: list[str]) -> list[Path] | None:
@@ -63,6 +87,7 @@ def _paths(raw: list[str]) -> list[Path] | None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     import pytest
+    from .results import ProgressReporter, progress_mode
     paths = _paths(args.paths)
     if paths is None:
         return EXIT_USAGE
@@ -73,20 +98,28 @@ def cmd_run(args: argparse.Namespace) -> int:
     root = Path(os.path.commonpath([str(p.resolve()) for p in paths]))
     if root.is_file():
         root = root.parent
-    pytest_args = ["-c", os.devnull, "--rootdir", str(root), "-p", "no:cacheprovider",
-                   "--drakit-backend", args.backend, "--drakit-out", str(out), "-n", str(args.workers),
-                   "-o", "console_output_style=count", "--tb=short", "-rfE"]
+    # pytest's own terminal output is off: ProgressReporter prints progress and failures on the
+    # controller, and the summary below is rendered from results.json.
+    pytest_args = ["-c", os.devnull, "--rootdir", str(root), "-p", "no:cacheprovider", "-p", "no:terminal",
+                   "--drakit-backend", args.backend, "--drakit-out", str(out), "-n", str(args.workers)]
     if args.feature_gates:
         pytest_args += ["--drakit-feature-gates", args.feature_gates]
     if args.profile:
         pytest_args += ["--drakit-profile", args.profile]
+    if args.kubeconfig:
+        pytest_args += ["--drakit-kubeconfig", args.kubeconfig]
+    if args.cluster:
+        pytest_args += ["--drakit-cluster", args.cluster]
+    if args.keep_on_failure:
+        pytest_args += ["--drakit-keep-on-failure"]
     if args.keyword:
         pytest_args += ["-k", args.keyword]
     if args.markexpr:
         pytest_args += ["-m", args.markexpr]
-    pytest_args += ["-qq"] if args.quiet else (["-v"] if args.verbose else ["-q"])
     pytest_args += [str(p) for p in paths]
-    code = pytest.main(pytest_args)
+    mode, color = progress_mode(quiet=args.quiet, plain=args.plain, stream=sys.stdout)
+    progress = ProgressReporter(sys.stdout, mode=mode, verbose=args.verbose, color=color)
+    code = pytest.main(pytest_args, plugins=[progress])
     if code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR):
         return EXIT_USAGE
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
@@ -96,6 +129,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"drakit: the run did not write {results_path}", file=sys.stderr)
         return EXIT_USAGE
     results = json.loads(results_path.read_text())
+    from reports.text import render_summary
+    print("")
+    print(render_summary(results, color=color, matrix=mode != "quiet"), end="")
+    print(f"drakit: wrote {results_path}, {out / 'junit.xml'}, {out / 'report.html'}")
     if any(c.get("backend") == "-" for c in results["cases"]):
         return EXIT_USAGE
     return EXIT_OK if results["verdict"]["result"] == "pass" else EXIT_FAILED
@@ -103,6 +140,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from reports import ResultsError, load_results, render_all
+    if (args.results is None) == (args.compare is None):
+        print("drakit report: give either RESULTS.json or --compare OLD.json NEW.json", file=sys.stderr)
+        return EXIT_USAGE
+    if args.compare:
+        return cmd_compare(args)
     try:
         results = load_results(Path(args.results))
     except (OSError, ResultsError) as exc:
@@ -113,6 +155,27 @@ def cmd_report(args: argparse.Namespace) -> int:
     for name, path in sorted(render_all(results, out).items()):
         print(f"wrote {path}")
     return EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """``drakit report --compare OLD NEW``: text on stdout, compare.html, exit 1 on new failures."""
+    from reports import ResultsError, load_results
+    from reports.compare import compare_results, gate_exit_code, render_compare_html, render_compare_text
+    old_path, new_path = (Path(p) for p in args.compare)
+    try:
+        old, new = load_results(old_path), load_results(new_path)
+    except (OSError, ResultsError) as exc:
+        print(f"drakit: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    comparison = compare_results(old, new)
+    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    print(render_compare_text(comparison, color=color), end="")
+    out = Path(args.out) if args.out else new_path.parent
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / "compare.html"
+    target.write_text(render_compare_html(comparison), encoding="utf-8", newline="\n")
+    print(f"wrote {target}")
+    return gate_exit_code(comparison)
 
 
 def cmd_lint(args: argparse.Namespace) -> int:

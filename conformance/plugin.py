@@ -39,6 +39,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--drakit-profile", default=None,
                 help="vendor profile YAML that resolves ${driver.*}, ${class.*}, ${attr.*} (default: the fake driver's)")
     g.addoption("--drakit-out", default=None, help="write results.json, junit.xml and report.html to this folder")
+    g.addoption("--drakit-kubeconfig", default=None,
+                help="cluster backend: kubeconfig of the cluster under test (default: $KUBECONFIG)")
+    g.addoption("--drakit-cluster", default=None, choices=(None, "local"),
+                help="cluster backend: start drakit's local control plane (upstream 1.37 binaries + kwok) for the run")
+    g.addoption("--drakit-keep-on-failure", action="store_true",
+                help="cluster backend: leave a failed case's namespace and objects in place")
 
 
 def feature_marker(feature_id: str) -> str:

@@ -1,0 +1,104 @@
+"""``drakit node-agent``: play the kubelet's DRA part for one node from the command line.
+
+Without ``--prepare`` it watches the registry folder until SIGTERM/SIGINT, logging driver
+registrations and health reports. With ``--prepare CLAIMS`` (allocated ResourceClaims in a
+YAML/JSON file) it prepares them for one pod, prints the result as JSON, optionally
+unprepares again (``--unprepare``), and exits 0 when everything succeeded, 1 otherwise.
+
+Watching the API server for pods bound to the node (the local cluster's kwok nodes) is cluster
+work; this command and ``NodeAgent`` are the pieces it will call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Sequence
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def add_parsers(subparsers: Any) -> None:
+    p = subparsers.add_parser("node-agent", help="the kubelet's DRA role for one node (no cluster)")
+    p.add_argument("--registry-dir", required=True, type=Path, help="plugin registry folder to watch")
+    p.add_argument("--node", required=True, help="node name")
+    p.add_argument("--state-dir", type=Path, default=None, help="checkpoint folder (default: none)")
+    p.add_argument("--prepare", type=Path, default=None, metavar="CLAIMS",
+                   help="prepare these allocated claims (YAML/JSON) for one pod, print the result")
+    p.add_argument("--pod-uid", default="drakit-node-agent-pod", help="pod UID for --prepare")
+    p.add_argument("--unprepare", action="store_true", help="unprepare again after --prepare")
+    p.add_argument("--driver-wait", type=float, default=10.0,
+                   help="seconds to wait for a claim's driver to register (default: 10)")
+    p.add_argument("--optional-node-operations", action="store_true",
+                   help="behave as a kubelet with DRAOptionalNodeOperations on")
+    p.add_argument("-v", "--verbose", action="store_true")
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
+    from fake_driver.plugin.claims import ClaimSourceError, load_claim_documents
+
+    from .agent import NodeAgent
+
+    claims: list[dict[str, Any]] = []
+    if args.prepare is not None:
+        try:
+            claims = load_claim_documents(args.prepare)
+        except ClaimSourceError as err:
+            print(f"drakit node-agent: {err}", file=sys.stderr)
+            return EXIT_USAGE
+        for claim in claims:  # the command stands in for the scheduler's reservation
+            status = claim.setdefault("status", {})
+            reserved = status.setdefault("reservedFor", [])
+            if not any(r.get("uid") == args.pod_uid for r in reserved):
+                reserved.append({"resource": "pods", "name": "drakit-node-agent", "uid": args.pod_uid})
+
+    def on_health(driver: str, devices: list[Any]) -> None:
+        bad = [f"{d.pool}/{d.device}" for d in devices if d.health != "Healthy"]
+        logging.getLogger("drakit.nodeagent").info(
+            "health of %s: %d devices, unhealthy: %s", driver, len(devices), ", ".join(bad) or "none")
+
+    agent = NodeAgent(args.registry_dir, args.node, state_dir=args.state_dir,
+                      optional_node_operations=args.optional_node_operations,
+                      driver_wait=args.driver_wait, on_health=on_health)
+    agent.start()
+    try:
+        if args.prepare is None:
+            done = threading.Event()
+            previous = {s: signal.signal(s, lambda *_: done.set())
+                        for s in (signal.SIGTERM, signal.SIGINT)}
+            print(f"drakit node-agent: watching {args.registry_dir} for node {args.node}", flush=True)
+            try:
+                while not done.wait(0.5):
+                    pass
+            finally:
+                for s, handler in previous.items():
+                    signal.signal(s, handler)
+            return EXIT_OK
+        result = agent.prepare(args.pod_uid, claims)
+        out: dict[str, Any] = {"prepare": result.to_json()}
+        ok = result.ok
+        if args.unprepare:
+            released = agent.unprepare(args.pod_uid)
+            out["unprepare"] = released.to_json()
+            ok = ok and released.ok
+        print(json.dumps(out, indent=2))
+        return EXIT_OK if ok else EXIT_FAILED
+    finally:
+        agent.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="drakit")
+    add_parsers(parser.add_subparsers(dest="command", required=True))
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

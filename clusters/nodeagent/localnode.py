@@ -1,0 +1,116 @@
+"""``LocalNode``: an emulated node's fake drivers and a node agent, in one process.
+
+For the reference backend: after the mini scheduler binds a pod, ``node.prepare(pod_uid,
+claims)`` prepares the pod's claims through each driver's real Unix socket; the pod may run
+only when the result is ``ok``. Claims are read back by the plugins through ``get_claim``
+(e.g. the reference store), status writes go to ``write_status`` and published slices to
+``publish``::
+
+    node = LocalNode(build_inventory("server-8gpu", "node-a"),
+                     get_claim=lambda ns, name: cluster.get("ResourceClaim", name, ns))
+    node.start()
+    result = node.prepare(pod_uid, [claim, ...])
+    ...
+    node.unprepare(pod_uid)
+    node.stop()
+
+Sockets live under a short temporary folder (Unix socket paths are limited to 107 bytes);
+files are written without fsync, since nothing here must survive a crash.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Collection, Mapping, Sequence
+
+from fake_driver.plugin import FakePlugin, FunctionClaimSource, PluginConfig
+from fake_driver.plugin.publisher import CallbackSlicePublisher
+from fake_hw.inventory import NodeInventory
+
+from .agent import NodeAgent, PodResult
+
+
+class LocalNode:
+    def __init__(self, inventory: NodeInventory,
+                 get_claim: Callable[[str, str], dict[str, Any] | None], *,
+                 root: str | Path | None = None, drivers: Sequence[str] | None = None,
+                 device_metadata: bool = False, metadata_versions: tuple[str, ...] = ("v1beta1",),
+                 write_status: Callable[[str, str, str, str, list[dict[str, Any]]], None] | None = None,
+                 publish: Callable[[str, list[dict[str, Any]]], None] | None = None,
+                 optional_node_operations: bool = False,
+                 skip_node_ops: Mapping[str, Collection[str]] | None = None,
+                 check_reserved: bool = True) -> None:
+        self.inventory = inventory
+        self.node = inventory.node_name
+        self._own_root = root is None
+        self.root = Path(root) if root is not None else None
+        self.driver_names = tuple(drivers) if drivers is not None else inventory.drivers
+        self.claims = FunctionClaimSource(get_claim, write_status)
+        self.device_metadata = device_metadata
+        self.metadata_versions = metadata_versions
+        self.publish = publish
+        self.skip_node_ops = dict(skip_node_ops or {})
+        self.plugins: dict[str, FakePlugin] = {}
+        self.agent: NodeAgent | None = None
+        self._agent_options = {"optional_node_operations": optional_node_operations,
+                               "check_reserved": check_reserved}
+
+    @property
+    def cdi_dir(self) -> Path:
+        assert self.root is not None
+        return self.root / "cdi"
+
+    def start(self, timeout: float = 5.0) -> None:
+        if self.root is None:
+            self.root = Path(tempfile.mkdtemp(prefix="drakit-"))
+        publisher = CallbackSlicePublisher(self.publish) if self.publish is not None else None
+        try:
+            for driver in self.driver_names:
+                config = PluginConfig(driver=driver, node=self.node,
+                                      plugin_dir=self.root / "plugins",
+                                      registry_dir=self.root / "registry",
+                                      cdi_dir=self.root / "cdi",
+                                      device_metadata=self.device_metadata,
+                                      metadata_versions=self.metadata_versions, durable=False)
+                plugin = FakePlugin(config, self.inventory, self.claims, publisher=publisher,
+                                    skip_node_ops=self.skip_node_ops.get(driver, ()))
+                plugin.start()
+                self.plugins[driver] = plugin
+            self.agent = NodeAgent(self.root / "registry", self.node, state_dir=self.root / "agent",
+                                   **self._agent_options)  # type: ignore[arg-type]
+            self.agent.start()
+            for driver in self.driver_names:
+                if not self.agent.wait_for_driver(driver, timeout):
+                    raise RuntimeError(f"driver {driver} did not register with the node agent "
+                                       f"within {timeout} s: {self.agent.registration_failures()}")
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        if self.agent is not None:
+            self.agent.stop()
+            self.agent = None
+        for plugin in self.plugins.values():
+            plugin.stop(grace=0)
+        self.plugins.clear()
+        if self._own_root and self.root is not None:
+            shutil.rmtree(self.root, ignore_errors=True)
+            self.root = None
+
+    def prepare(self, pod_uid: str, claims: Sequence[Mapping[str, Any]]) -> PodResult:
+        assert self.agent is not None, "LocalNode.start() first"
+        return self.agent.prepare(pod_uid, claims)
+
+    def unprepare(self, pod_uid: str, claims: Sequence[Mapping[str, Any]] | None = None) -> PodResult:
+        assert self.agent is not None, "LocalNode.start() first"
+        return self.agent.unprepare(pod_uid, claims)
+
+    def __enter__(self) -> LocalNode:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

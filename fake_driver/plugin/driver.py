@@ -1,0 +1,356 @@
+"""The fake driver's node-side logic: prepare and unprepare claims, independent of gRPC.
+
+``FakeDriver.prepare`` takes claim references (namespace, name, UID), looks each claim up in a
+``ClaimSource``, checks it (same UID, allocated, devices of this driver that exist on this
+node and are not prepared for another claim), writes CDI specs (and device metadata when
+enabled), records the answer in the checkpoint and returns it. Per-claim problems come back as
+an error string for that claim; nothing a single claim does fails the whole call.
+
+Concurrency: calls for different claims run in parallel; calls for the same claim are
+serialised by a per-claim lock; the shared state (prepared claims, the checkpoint file) has its
+own lock. Both operations are idempotent: preparing a prepared claim returns the recorded
+answer (rewriting any of its files that went missing), unpreparing an unknown claim succeeds.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+from fake_hw.inventory import Device, NodeInventory
+
+from ..status import device_status
+from . import cdi, metadata
+from .checkpoint import Checkpoint, PreparedClaim, PreparedDevice
+from .claims import ClaimSource, ClaimSourceError
+from .files import atomic_write, ensure_dir, remove_file
+
+log = logging.getLogger("drakit.driver")
+
+PRIVATE_DIR_MODE = 0o700
+CHECKPOINT_NAME = "checkpoint.json"
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimRef:
+    """What the kubelet sends for one claim."""
+
+    namespace: str
+    uid: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class PluginConfig:
+    """Where the plugin lives and what it does. ``plugin_dir`` is the kubelet's plugins folder
+    (``/var/lib/kubelet/plugins``); the driver's own data folder is ``plugin_dir/<driver>``."""
+
+    driver: str
+    node: str
+    plugin_dir: Path
+    registry_dir: Path
+    cdi_dir: Path
+    state_dir: Path | None = None
+    device_metadata: bool = False
+    metadata_versions: tuple[str, ...] = ("v1beta1",)
+    device_status: bool = True
+    durable: bool = True
+    pools: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def data_dir(self) -> Path:
+        return self.plugin_dir / self.driver
+
+    @property
+    def dra_socket(self) -> Path:
+        return self.data_dir / "dra.sock"
+
+    @property
+    def registration_socket(self) -> Path:
+        return self.registry_dir / f"{self.driver}-reg.sock"
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return (self.state_dir or self.data_dir) / CHECKPOINT_NAME
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimOutcome:
+    """The answer for one claim: devices, or an error."""
+
+    devices: tuple[PreparedDevice, ...] = ()
+    error: str | None = None
+
+
+class ClaimError(Exception):
+    """A per-claim failure; the message goes into the response's ``error`` field."""
+
+
+class FakeDriver:
+    """Node-side operations of one fake DRA driver on one emulated node."""
+
+    def __init__(self, config: PluginConfig, inventory: NodeInventory, claims: ClaimSource) -> None:
+        if config.device_metadata:
+            metadata.check_versions(config.metadata_versions)
+        self.config = config
+        self.driver = config.driver
+        self.inventory = inventory
+        self.claims = claims
+        try:
+            devices = inventory.devices(config.driver)
+        except KeyError:
+            raise ValueError(f"driver {config.driver} has no devices on node {inventory.node_name} "
+                             f"(drivers there: {', '.join(inventory.drivers)})") from None
+        self.devices: dict[str, Device] = {d.name: d for d in devices}
+        self.pools: dict[str, str] = {name: config.pools.get(name, inventory.node_name)
+                                      for name in self.devices}
+        ensure_dir(config.data_dir, PRIVATE_DIR_MODE)
+        if config.state_dir is not None:
+            ensure_dir(config.state_dir, PRIVATE_DIR_MODE)
+        self._checkpoint = Checkpoint(config.checkpoint_path, durable=config.durable)
+        self._state = threading.RLock()
+        self._prepared: dict[str, PreparedClaim] = self._checkpoint.load()
+        self._locks_guard = threading.Lock()
+        self._locks: dict[str, list[Any]] = {}
+
+    # -- public ---------------------------------------------------------------------------------
+
+    def prepared(self) -> dict[str, PreparedClaim]:
+        with self._state:
+            return dict(self._prepared)
+
+    def prepare(self, refs: Sequence[ClaimRef]) -> dict[str, ClaimOutcome]:
+        out: dict[str, ClaimOutcome] = {}
+        for ref in refs:
+            if ref.uid in out:
+                continue
+            try:
+                out[ref.uid] = ClaimOutcome(self._prepare_one(ref))
+            except ClaimError as err:
+                out[ref.uid] = ClaimOutcome(error=str(err))
+            except Exception as err:  # a bug or an I/O failure: still only this claim fails
+                log.exception("prepare %s (%s) failed", ref, ref.uid)
+                out[ref.uid] = ClaimOutcome(error=f"internal error preparing {ref}: {err}")
+        return out
+
+    def unprepare(self, refs: Sequence[ClaimRef]) -> dict[str, str | None]:
+        out: dict[str, str | None] = {}
+        for ref in refs:
+            if ref.uid in out:
+                continue
+            try:
+                self._unprepare_one(ref)
+                out[ref.uid] = None
+            except Exception as err:
+                log.exception("unprepare %s (%s) failed", ref, ref.uid)
+                out[ref.uid] = f"unprepare {ref} failed: {err}"
+        return out
+
+    # -- locking --------------------------------------------------------------------------------
+
+    @contextmanager
+    def _claim_lock(self, uid: str) -> Iterator[None]:
+        with self._locks_guard:
+            entry = self._locks.setdefault(uid, [threading.Lock(), 0])
+            entry[1] += 1
+        try:
+            with entry[0]:
+                yield
+        finally:
+            with self._locks_guard:
+                entry[1] -= 1
+                if entry[1] == 0:
+                    del self._locks[uid]
+
+    # -- prepare --------------------------------------------------------------------------------
+
+    def _prepare_one(self, ref: ClaimRef) -> tuple[PreparedDevice, ...]:
+        if not ref.uid or not ref.name:
+            raise ClaimError(f"claim {ref} (uid {ref.uid!r}): namespace, name and uid are required")
+        with self._claim_lock(ref.uid):
+            with self._state:
+                existing = self._prepared.get(ref.uid)
+            if existing is not None:
+                if (existing.namespace, existing.name) != (ref.namespace, ref.name):
+                    raise ClaimError(f"claim uid {ref.uid} was prepared as "
+                                     f"{existing.namespace}/{existing.name}, not {ref}")
+                self._restore_files(existing)
+                return existing.devices
+            try:
+                claim = self.claims.get_claim(ref.namespace, ref.name)
+            except (ClaimSourceError, OSError) as err:
+                raise ClaimError(f"reading ResourceClaim {ref}: {err}") from None
+            if claim is None:
+                raise ClaimError(f"ResourceClaim {ref} not found")
+            record, status = self._plan(ref, claim)
+            with self._state:
+                self._check_conflicts(record)
+                self._prepared[ref.uid] = record
+            try:
+                self._write_files(record.files)
+                with self._state:
+                    self._checkpoint.save(self._prepared)
+            except BaseException:
+                with self._state:
+                    self._prepared.pop(ref.uid, None)
+                self._remove_files(record)
+                raise
+        if status:
+            try:
+                self.claims.write_device_status(ref.namespace, ref.name, ref.uid, self.driver, status)
+            except Exception as err:  # best effort: status never fails a prepare
+                log.warning("writing status.devices of %s: %s", ref, err)
+        return record.devices
+
+    def _plan(self, ref: ClaimRef, claim: dict[str, Any]
+              ) -> tuple[PreparedClaim, list[dict[str, Any]]]:
+        meta = claim.get("metadata") or {}
+        if meta.get("uid") != ref.uid:
+            raise ClaimError(f"ResourceClaim {ref} has UID {meta.get('uid')!r}, expected {ref.uid} "
+                             "(the claim was replaced)")
+        allocation = (claim.get("status") or {}).get("allocation")
+        if not allocation:
+            raise ClaimError(f"ResourceClaim {ref} is not allocated")
+        results = [r for r in (allocation.get("devices") or {}).get("results") or []
+                   if r.get("driver") == self.driver]
+        devices: list[tuple[dict[str, Any], Device]] = []
+        for result in results:
+            name, pool = result.get("device", ""), result.get("pool", "")
+            device = self.devices.get(name)
+            if device is None or self.pools[name] != pool:
+                raise ClaimError(f"ResourceClaim {ref}: device {pool}/{name} is not a device of "
+                                 f"driver {self.driver} on node {self.inventory.node_name}")
+            devices.append((result, device))
+        files: dict[str, str] = {}
+        for klass, spec in cdi.specs_by_class(self.driver, ref.uid, [d for _, d in devices]).items():
+            path = cdi.claim_spec_path(self.config.cdi_dir, self.driver, klass, ref.uid)
+            files[str(path)] = cdi.spec_bytes(spec).decode()
+        answer: list[PreparedDevice] = []
+        shared: set[tuple[str, str]] = set()
+        for result, device in devices:
+            kind = cdi.cdi_kind(self.driver, cdi.cdi_class(device))
+            answer.append(PreparedDevice(
+                request_names=(metadata.base_request(result.get("request", "")),),
+                pool=result["pool"], device=device.name,
+                cdi_ids=(cdi.qualified_name(kind, cdi.claim_device_name(ref.uid, device.name)),),
+                share_id=result.get("shareID") or None))
+            if result.get("adminAccess") or result.get("shareID"):
+                shared.add((result["pool"], device.name))
+        status = device_status(self.inventory, allocation, driver=self.driver) \
+            if self.config.device_status else []
+        if self.config.device_metadata:
+            answer = self._plan_metadata(claim, devices, answer, status, files)
+        return (PreparedClaim(ref.uid, ref.namespace, ref.name, tuple(answer), files,
+                              frozenset(shared)), status)
+
+    def _plan_metadata(self, claim: dict[str, Any], devices: list[tuple[dict[str, Any], Device]],
+                       answer: list[PreparedDevice], status: list[dict[str, Any]],
+                       files: dict[str, str]) -> list[PreparedDevice]:
+        network = {(e["pool"], e["device"]): e["networkData"] for e in status}
+        by_request: dict[str, list[metadata.MetadataDevice]] = {}
+        full_names: dict[str, str] = {}
+        for result, device in devices:
+            request = result.get("request", "")
+            base = metadata.base_request(request)
+            full_names.setdefault(base, request)
+            listed = by_request.setdefault(base, [])
+            if any(m.name == device.name and m.pool == result["pool"] for m in listed):
+                continue
+            listed.append(metadata.MetadataDevice(
+                self.driver, result["pool"], device.name,
+                {name: value.to_wire() for name, value in device.attributes},
+                network.get((result["pool"], device.name))))
+        out = list(answer)
+        for base, members in by_request.items():
+            planned = metadata.plan_request(
+                driver=self.driver, plugin_data_dir=self.config.data_dir,
+                cdi_dir=self.config.cdi_dir, claim=claim, request=full_names[base],
+                devices=members, versions=self.config.metadata_versions)
+            files[str(planned.host_file)] = planned.content.decode()
+            files[str(planned.spec_file)] = cdi.spec_bytes(planned.spec).decode()
+            for i, prepared in enumerate(out):
+                if base in prepared.request_names:
+                    out[i] = PreparedDevice(prepared.request_names, prepared.pool, prepared.device,
+                                            prepared.cdi_ids + (planned.cdi_id,), prepared.share_id)
+                    break
+        return out
+
+    def _check_conflicts(self, record: PreparedClaim) -> None:
+        """The last line of defence: a device prepared for another claim is refused unless one of
+        the two allocations is shared (admin access or a share ID)."""
+        mine = {(d.pool, d.device) for d in record.devices}
+        for other in self._prepared.values():
+            if other.uid == record.uid:
+                continue
+            for d in other.devices:
+                key = (d.pool, d.device)
+                if key in mine and key not in record.shared and key not in other.shared:
+                    raise ClaimError(f"ResourceClaim {record.namespace}/{record.name}: device "
+                                     f"{d.pool}/{d.device} is already prepared for ResourceClaim "
+                                     f"{other.namespace}/{other.name} ({other.uid})")
+
+    def _write_files(self, files: Mapping[str, str]) -> None:
+        for path_text, content in files.items():
+            path = Path(path_text)
+            if self._is_metadata_file(path):
+                for folder in reversed(path.parents[:3]):
+                    ensure_dir(folder, metadata.DIR_MODE)
+            else:
+                ensure_dir(path.parent, 0o755)
+            # no fsync: these files are rewritten from the (durable) checkpoint when missing
+            atomic_write(path, content.encode(), cdi.SPEC_MODE, durable=False)
+
+    def _is_metadata_file(self, path: Path) -> bool:
+        return (self.config.data_dir / metadata.HOST_DIR_NAME) in path.parents
+
+    def _restore_files(self, record: PreparedClaim) -> None:
+        missing = {p: c for p, c in record.files.items() if not Path(p).exists()}
+        if missing:
+            log.info("prepare %s/%s: rewriting %d missing file(s)", record.namespace, record.name,
+                     len(missing))
+            self._write_files(missing)
+
+    # -- unprepare ------------------------------------------------------------------------------
+
+    def _unprepare_one(self, ref: ClaimRef) -> None:
+        with self._claim_lock(ref.uid):
+            with self._state:
+                record = self._prepared.get(ref.uid)
+            if record is not None:
+                self._remove_files(record)
+            self._remove_leftovers(ref, record)
+            if record is not None:
+                with self._state:
+                    self._prepared.pop(ref.uid, None)
+                    self._checkpoint.save(self._prepared)
+
+    def _remove_files(self, record: PreparedClaim) -> None:
+        for path in record.files:
+            remove_file(Path(path))
+
+    def _remove_leftovers(self, ref: ClaimRef, record: PreparedClaim | None) -> None:
+        """Files a crash may have left behind before the checkpoint knew about them."""
+        if not ref.uid:
+            return
+        cdi_dir = self.config.cdi_dir
+        if cdi_dir.is_dir():
+            for spec in cdi_dir.glob(cdi.claim_spec_glob(self.driver, ref.uid)):
+                remove_file(spec)
+        namespace = record.namespace if record else ref.namespace
+        name = record.name if record else ref.name
+        with self._state:
+            reused = any(o.uid != ref.uid and (o.namespace, o.name) == (namespace, name)
+                         for o in self._prepared.values())
+        if reused:  # another live claim of that name owns the metadata folder
+            for spec in (cdi_dir.glob(metadata.spec_glob(self.driver, ref.uid))
+                         if cdi_dir.is_dir() else ()):
+                remove_file(spec)
+            return
+        metadata.remove_claim(self.config.data_dir, cdi_dir, self.driver, namespace, name, ref.uid)

@@ -1,0 +1,143 @@
+"""node-check passes on the fake driver and fails on deliberately broken plugins."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from conformance.nodecheck import Options, run_node_check
+from conformance.nodecheck.cli import add_parsers, run
+from fake_driver.plugin import FakeDriver, MemoryClaimSource, PluginServer
+from fake_driver.plugin.driver import ClaimOutcome
+from fake_driver.sampleclaims import sample_claims
+
+from .conftest import GPU, NIC, config_for
+
+SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "reports" / "schema" / "results.v1.json").read_text())
+
+
+def case_validator() -> jsonschema.Draft202012Validator:
+    schema = {**SCHEMA["$defs"]["case"], "$defs": SCHEMA["$defs"]}
+    return jsonschema.Draft202012Validator(schema)
+
+
+def statuses(cases: list[dict[str, Any]]) -> dict[str, str]:
+    return {c["id"]: c["status"] for c in cases}
+
+
+def options(root: Path, driver: str, claims: list[dict[str, Any]]) -> Options:
+    return Options(registry_dir=root / "registry", driver=driver, claims=claims,
+                   cdi_dirs=(root / "cdi",), timeout=5, health_timeout=3)
+
+
+@pytest.mark.parametrize("driver, metadata", [(GPU, True), (NIC, False)])
+def test_passes_on_the_fake_driver(start_plugin, short_tmp, inventory, driver, metadata):
+    claims = sample_claims(inventory, driver)
+    start_plugin(driver, claims, device_metadata=metadata)
+    cases = run_node_check(options(short_tmp, driver, claims))
+    validator = case_validator()
+    for case in cases:
+        validator.validate(case)
+        assert case["backend"] == "node-plugin"
+    expected = {c["id"]: "passed" for c in cases}
+    if not metadata:
+        expected["node/device-metadata"] = "skipped"
+    assert statuses(cases) == expected, [c["failure"] for c in cases if c["failure"]]
+    features = {c["id"]: c["features"] for c in cases}
+    assert features["node/device-metadata"] == ["device-metadata"]
+    assert features["node/health-stream"] == ["device-status"]
+
+
+def test_without_claims_the_claim_free_cases_still_run(start_plugin, short_tmp):
+    start_plugin(GPU, [])
+    got = statuses(run_node_check(options(short_tmp, GPU, [])))
+    for case in ("node/registration", "node/unprepare-unknown-claim", "node/prepare-missing-claim",
+                 "node/health-stream"):
+        assert got[case] == "passed"
+    assert got["node/prepare-devices"] == "skipped"
+
+
+def test_no_plugin_fails_registration_and_skips_the_rest(short_tmp):
+    (short_tmp / "registry").mkdir()
+    cases = run_node_check(options(short_tmp, GPU, []))
+    assert cases[0]["status"] == "failed" and "no registration socket" in cases[0]["failure"]["summary"]
+    assert {c["status"] for c in cases[1:]} == {"skipped"}
+    assert {c["skip"]["category"] for c in cases[1:]} == {"backend"}
+
+
+class WrongCdiIds(FakeDriver):
+    """Names a device it was not allocated in its CDI ids."""
+
+    def prepare(self, refs):  # type: ignore[override]
+        return {uid: ClaimOutcome(tuple(dataclasses.replace(
+            d, cdi_ids=tuple(i.replace(d.device, "gpu9") for i in d.cdi_ids)) for d in o.devices), o.error)
+            for uid, o in super().prepare(refs).items()}
+
+
+class ExtraDevice(FakeDriver):
+    """Answers with one device more than allocated."""
+
+    def prepare(self, refs):  # type: ignore[override]
+        return {uid: ClaimOutcome(o.devices + o.devices[:1] if o.devices else o.devices, o.error)
+                for uid, o in super().prepare(refs).items()}
+
+
+class FailsTheCall(FakeDriver):
+    """Fails the whole RPC when any claim fails, and forgets to answer unknown claims."""
+
+    def prepare(self, refs):  # type: ignore[override]
+        out = super().prepare(refs)
+        if any(o.error for o in out.values()):
+            raise RuntimeError("boom")
+        return out
+
+    def unprepare(self, refs):  # type: ignore[override]
+        known = self.prepared()
+        return {uid: e for uid, e in super().unprepare(refs).items() if uid in known}
+
+
+@pytest.mark.parametrize("broken, failing", [
+    (WrongCdiIds, {"node/cdi-specs"}),
+    (ExtraDevice, {"node/prepare-devices", "node/prepare-concurrent"}),
+    (FailsTheCall, {"node/unprepare-unknown-claim", "node/prepare-missing-claim", "node/prepare-batch",
+                    "node/prepare-unknown-device"}),
+])
+def test_fails_on_a_broken_plugin(short_tmp, inventory, broken, failing):
+    claims = sample_claims(inventory, GPU)
+    driver = broken(config_for(short_tmp), inventory, MemoryClaimSource(claims))
+    server = PluginServer(driver)
+    server.start()
+    try:
+        cases = run_node_check(options(short_tmp, GPU, claims))
+    finally:
+        server.stop(0)
+    bad = {c["id"] for c in cases if c["status"] in ("failed", "error")}
+    assert failing <= bad, statuses(cases)
+    assert "node/registration" not in bad
+
+
+def test_cli_writes_results_and_exit_codes(start_plugin, short_tmp, inventory, capsys):
+    claims = sample_claims(inventory, GPU)
+    claims_file = short_tmp / "claims.json"
+    claims_file.write_text(json.dumps(claims))
+    start_plugin(GPU, claims)
+    parser = argparse.ArgumentParser()
+    add_parsers(parser.add_subparsers(dest="command"))
+    argv = ["node-check", "--registry-dir", str(short_tmp / "registry"), "--driver", GPU,
+            "--claims", str(claims_file), "--cdi-dir", str(short_tmp / "cdi"), "--out", str(short_tmp / "out")]
+    assert run(parser.parse_args(argv)) == 0
+    out = capsys.readouterr().out
+    assert "PASS  node/prepare-devices" in out and out.rstrip().endswith("0 failed, 0 errors, 1 skipped")
+    cases = json.loads((short_tmp / "out" / "node-check.json").read_text())
+    assert cases[0]["rerun"].startswith("drakit node-check --registry-dir ")
+    assert (short_tmp / "out" / "node-check.txt").read_text() == out
+    wrong = argv[:4] + ["nic.other.example.com"] + argv[5:]
+    assert run(parser.parse_args(wrong)) == 1
+    missing = ["node-check", "--registry-dir", str(short_tmp / "nope"), "--driver", GPU]
+    assert run(parser.parse_args(missing)) == 2

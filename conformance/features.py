@@ -101,8 +101,24 @@ DEFAULT_GATES: dict[str, bool] = {
     "DRANodeAllocatableResources": False,
     "DRAOptionalNodeOperations": False,
     "DRAResourcePoolStatus": False,
+    "DRAPartitionableDevicesType": False,
     "SchedulerPreQueueingHints": False,
 }
+
+# Gates that need other gates on (the 1.37 feature dependency table); a binary refuses to start
+# otherwise. Only dependencies among the gates above that are not locked on are listed.
+GATE_DEPENDENCIES: dict[str, tuple[str, ...]] = {
+    "DRAWorkloadResourceClaims": ("GenericWorkload",),
+    "DRADeviceTaintRules": ("DRADeviceTaints",),
+    "DRADeviceCompatibilityGroups": ("DRAPartitionableDevices",),
+    "DRAFractionalCapacityRange": ("DRAConsumableCapacity",),
+    "DRAPartitionableDevicesType": ("DRAPartitionableDevices", "DRAResourcePoolStatus"),
+}
+
+
+def unmet_dependencies(gates: dict[str, bool]) -> list[str]:
+    """``A needs B`` for every enabled gate whose dependency is disabled."""
+    return [f"{g} needs {d}" for g, deps in GATE_DEPENDENCIES.items() if gates.get(g) for d in deps if not gates.get(d)]
 
 # Gates that are GA and locked on in 1.37: turning them off is refused, as a real binary does.
 LOCKED_GATES: frozenset[str] = frozenset(

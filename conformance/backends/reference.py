@@ -13,12 +13,13 @@ from typing import Any, Mapping
 
 from ..cases.model import Case
 from ..errors import ApiRejected
-from ..features import DEFAULT_GATES, LOCKED_GATES
+from ..features import DEFAULT_GATES, LOCKED_GATES, unmet_dependencies
+from ..model import NAMESPACED_KINDS
 from ..reference.cluster import ReferenceCluster
 from ..reference.store import NotFound
 from .base import Capabilities, HarnessError
 
-NAMESPACED = {"ResourceClaim", "ResourceClaimTemplate", "Pod"}
+NAMESPACED = NAMESPACED_KINDS
 REFERENCE_VERSION = "v1.37 (drakit reference allocator)"
 
 
@@ -42,6 +43,27 @@ class ReferenceSession:
             obj = {**obj, "metadata": {**obj.get("metadata", {}), "namespace": obj.get("metadata", {}).get("namespace", self.namespace)}}
         return self.cluster.apply(obj)
 
+    def update_status(self, kind: str, name: str, status: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return self.cluster.update_status(kind, name, self._ns(kind), status)
+        except NotFound as exc:
+            raise KeyError(str(exc)) from None
+
+    def advance(self, seconds: float) -> None:
+        self.cluster.advance(seconds)
+
+    def now(self) -> str:
+        return self.cluster.clock.stamp()
+
+    def last_seen(self, kind: str, name: str) -> dict[str, Any] | None:
+        return self.cluster.last_seen(kind, name, self._ns(kind))
+
+    def scheduler_metrics(self) -> dict[str, Any]:
+        return self.cluster.metrics
+
+    def node_operations(self) -> list[dict[str, Any]]:
+        return [dict(o) for o in self.cluster.node_operations]
+
     def delete(self, kind: str, name: str) -> None:
         try:
             self.cluster.delete(kind, name, self._ns(kind))
@@ -61,7 +83,9 @@ class ReferenceSession:
         def brief(kind: str) -> list[dict[str, Any]]:
             return [{"kind": kind, "name": o["metadata"]["name"], "spec": o.get("spec"), "status": o.get("status")}
                     for o in self.cluster.list(kind, self._ns(kind))]
-        return {"objects": brief("ResourceClaim") + brief("Pod"),
+        return {"objects": brief("ResourceClaim") + brief("Pod") + brief("DeviceTaintRule") + brief("PodGroup")
+                + brief("ResourcePoolStatusRequest"),
+                "clock": self.cluster.clock.stamp(),
                 "events": [f"{e['type']} {e['reason']} {e['involvedObject']['kind']}/{e['involvedObject']['name']}: {e['message']}"
                            for e in self.events()]}
 
@@ -76,12 +100,16 @@ class ReferenceBackend:
         self.gates = dict(DEFAULT_GATES if gates is None else gates)
 
     def capabilities(self) -> Capabilities:
-        return Capabilities(REFERENCE_VERSION, dict(self.gates), ("resource.k8s.io/v1",))
+        return Capabilities(REFERENCE_VERSION, dict(self.gates), served_apis(self.gates))
 
     def unmet(self, case: Case) -> tuple[str, str] | None:
         for gate, want in case.feature_gates.items():
             if not want and gate in LOCKED_GATES:
                 return ("feature-disabled", f"{gate} is locked on in 1.37; the case needs it off")
+        missing = unmet_dependencies({**self.gates, **case.feature_gates})
+        if missing:
+            return ("feature-disabled", "feature gate dependencies are not met (a 1.37 binary would not start): "
+                    + "; ".join(missing))
         return None
 
     def open(self, case: Case) -> ReferenceSession:
@@ -114,6 +142,20 @@ def hardware_objects(case: Case) -> list[dict[str, Any]]:
             labels.update(inv.node_labels())
             slices = publish_slices(inv)
         labels.update(node.labels)
-        out.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node.name, "labels": labels}})
+        n: dict[str, Any] = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node.name, "labels": labels}}
+        if node.allocatable:
+            n["status"] = {"allocatable": dict(node.allocatable)}
+        out.append(n)
         out.extend(slices)
     return out
+
+
+def served_apis(gates: Mapping[str, bool]) -> tuple[str, ...]:
+    """API versions the reference serves with these gates (an alpha/beta version is assumed
+    enabled in the runtime config exactly when its feature gate is on)."""
+    apis = ["resource.k8s.io/v1"]
+    if gates.get("DRAResourcePoolStatus"):
+        apis.append("resource.k8s.io/v1alpha3")
+    if gates.get("GenericWorkload"):
+        apis.append("scheduling.k8s.io/v1beta1")
+    return tuple(apis)

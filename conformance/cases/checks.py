@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from ..backends.base import Session
 from .matching import mismatches
@@ -24,6 +24,12 @@ def claim_name(s: Session, ref: Any) -> str:
     pod = s.get("Pod", ref["pod"])
     if pod is None:
         raise ExpectationFailed(f"pod {ref['pod']} does not exist")
+    if ref.get("extendedResources"):
+        ext = ((pod.get("status") or {}).get("extendedResourceClaimStatus") or {}).get("resourceClaimName")
+        if not ext:
+            raise ExpectationFailed(f"pod {ref['pod']} has no extended-resource claim (status.extendedResourceClaimStatus)",
+                                    actual=(pod.get("status") or {}).get("extendedResourceClaimStatus"))
+        return str(ext)
     for entry in pod["spec"].get("resourceClaims") or []:
         if entry["name"] == ref["claim"] and entry.get("resourceClaimName"):
             return str(entry["resourceClaimName"])
@@ -35,7 +41,9 @@ def claim_name(s: Session, ref: Any) -> str:
 
 
 def _describe(ref: Any) -> str:
-    return ref if isinstance(ref, str) else f"{ref['pod']}/{ref['claim']}"
+    if isinstance(ref, str):
+        return ref
+    return f"{ref['pod']}/" + ("extended-resources" if ref.get("extendedResources") else ref["claim"])
 
 
 def _claim(s: Session, ref: Any) -> dict[str, Any]:
@@ -215,6 +223,103 @@ def check_attribute_distinct(s: Session, body: dict[str, Any]) -> None:
                                 actual=values)
 
 
+def _events(s: Session) -> "list[dict[str, Any]]":
+    return cast("list[dict[str, Any]]", s.events())
+
+
+def _optional(s: Session, method: str, what: str) -> Any:
+    fn = getattr(s, method, None)
+    if fn is None:
+        from ..backends.base import HarnessError
+        raise HarnessError(f"this backend cannot observe {what}; the case should list backends: [reference]")
+    return fn
+
+
+def check_pod_evicted(s: Session, body: dict[str, Any]) -> None:
+    name = body["pod"]
+    events = [e for e in _events(s) if e.get("reason") == "DeviceTaintManagerEviction"
+              and (e.get("involvedObject") or {}).get("kind") == "Pod" and (e.get("involvedObject") or {}).get("name") == name
+              and e.get("message") == "Marking for deletion"]
+    if not events:
+        raise ExpectationFailed(f"pod {name} was not evicted: no DeviceTaintManagerEviction event 'Marking for deletion'",
+                                expected="eviction event", actual=[f"{e.get('reason')}: {e.get('message')}" for e in _events(s)
+                                                                   if (e.get("involvedObject") or {}).get("name") == name])
+    pod = s.get("Pod", name)
+    last = pod
+    if pod is None:
+        seen = getattr(s, "last_seen", None)
+        last = seen("Pod", name) if seen is not None else None
+    elif not pod["metadata"].get("deletionTimestamp"):
+        raise ExpectationFailed(f"pod {name} still exists and is not terminating", expected="deleted", actual=pod["metadata"])
+    if last is not None:
+        cond = next((c for c in (last.get("status") or {}).get("conditions") or [] if c.get("type") == "DisruptionTarget"), None)
+        want = {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByDeviceTaintManager"}
+        if cond is None or any(cond.get(k) != v for k, v in want.items()):
+            raise ExpectationFailed(f"pod {name} was deleted without the DisruptionTarget condition of the eviction controller",
+                                    expected=want, actual=cond)
+
+
+def check_event(s: Session, body: dict[str, Any]) -> None:
+    found = []
+    for e in _events(s):
+        obj = e.get("involvedObject") or {}
+        if e.get("reason") != body["reason"] or ("type" in body and e.get("type") != body["type"]):
+            continue
+        if "kind" in body and obj.get("kind") != body["kind"]:
+            continue
+        if "name" in body and obj.get("name") != body["name"]:
+            continue
+        if "messageContains" in body and body["messageContains"] not in (e.get("message") or ""):
+            continue
+        found.append(e)
+    what = f"event {body['reason']}" + (f" of {body.get('kind', '')} {body['name']}" if "name" in body else "")
+    if body.get("absent"):
+        if found:
+            raise ExpectationFailed(f"{what} exists, expected none", expected="absent", actual=[e.get("message") for e in found])
+        return
+    if not found:
+        raise ExpectationFailed(f"no {what}" + (f" containing {body['messageContains']!r}" if "messageContains" in body else ""),
+                                expected=body, actual=[f"{e.get('reason')} {(e.get('involvedObject') or {}).get('name')}: "
+                                                       f"{e.get('message')}" for e in _events(s)])
+    if "count" in body and len(found) != body["count"]:
+        raise ExpectationFailed(f"{what}: expected {body['count']} events, got {len(found)}", expected=body["count"],
+                                actual=[e.get("message") for e in found])
+
+
+_COMPARE = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b,
+            "<": lambda a, b: a < b, ">": lambda a, b: a > b}
+
+
+def check_scheduler_metrics(s: Session, body: dict[str, Any]) -> None:
+    metrics = _optional(s, "scheduler_metrics", "scheduler queue metrics")()
+    for key, want in body.items():
+        if key not in metrics:
+            raise ExpectationFailed(f"unknown scheduler metric {key!r}; known: {', '.join(sorted(metrics))}")
+        have = metrics[key]
+        if isinstance(want, int):
+            op, n = "==", want
+        else:
+            op = want[:2] if want[:2] in _COMPARE else want[:1]
+            n = int(want[len(op):].strip())
+        if not _COMPARE[op](have, n):
+            raise ExpectationFailed(f"scheduler metric {key} is {have}, expected {op} {n}", expected={key: want},
+                                    actual={k: v for k, v in metrics.items() if not isinstance(v, (list, dict))})
+
+
+def check_node_operations(s: Session, body: dict[str, Any]) -> None:
+    ops = _optional(s, "node_operations", "the kubelet's node operations")()
+    name = claim_name(s, body["claim"])
+    mine = [o for o in ops if o["claim"] == f"{s.namespace}/{name}" and ("driver" not in body or o["driver"] == body["driver"])]
+    for field_, op in (("prepared", "NodePrepareResources"), ("unprepared", "NodeUnprepareResources")):
+        if field_ not in body:
+            continue
+        calls = [o for o in mine if o["operation"] == op]
+        got = "none" if not calls else "skipped" if all(o["skipped"] for o in calls) else "called"
+        if got != body[field_]:
+            raise ExpectationFailed(f"claim {_describe(body['claim'])}: {op} was {got}, expected {body[field_]}",
+                                    expected=body[field_], actual=calls)
+
+
 CHECKS: dict[str, Callable[[Session, dict[str, Any]], None]] = {
     "object": check_object,
     "allocated": check_allocated,
@@ -226,4 +331,8 @@ CHECKS: dict[str, Callable[[Session, dict[str, Any]], None]] = {
     "devicesShared": check_devices_shared,
     "attributeEqual": check_attribute_equal,
     "attributeDistinct": check_attribute_distinct,
+    "podEvicted": check_pod_evicted,
+    "event": check_event,
+    "schedulerMetrics": check_scheduler_metrics,
+    "nodeOperations": check_node_operations,
 }

@@ -25,7 +25,7 @@ from .model import Case, NodeSpec, Step
 from .placeholders import resolve, substitute_runtime
 
 SCHEMA_PATH = Path(__file__).with_name("case.v1.json")
-_DURATION = re.compile(r"^([0-9]+)(ms|s|m)$")
+_DURATION = re.compile(r"^([0-9]+)(ms|s|m|h)$")
 VALIDATION_NAMESPACE = "drakit-validate"
 
 
@@ -120,7 +120,8 @@ def _load_case(doc: Any, file: str, start: int, end: int, source: tuple[str, ...
                             f"featureGates.{g}")
     steps = tuple(_step(doc, i, s, file, start) for i, s in enumerate(doc["steps"]))
     hw = doc.get("hardware") or {}
-    nodes = tuple(NodeSpec(n["name"], n.get("shape"), dict(n.get("labels") or {})) for n in hw.get("nodes") or [])
+    nodes = tuple(NodeSpec(n["name"], n.get("shape"), dict(n.get("labels") or {}),
+                           {str(k): str(v) for k, v in (n.get("allocatable") or {}).items()}) for n in hw.get("nodes") or [])
     names = [n.name for n in nodes]
     if len(set(names)) != len(names):
         raise LoadError(file, line_of(doc, ("hardware", "nodes")) or start, "node names must be unique", "hardware.nodes")
@@ -147,6 +148,12 @@ def _step(doc: Any, i: int, s: Any, file: str, start: int) -> Step:
         plain = tuple(_plain(m) for m in manifests)
         label = name or "apply " + ", ".join(f"{m['kind']}/{m['metadata'].get('name', '?')}" for m in plain)
         return Step(i, label, "apply", line, manifests=plain, expect_error=s.get("expectError"), within=within)
+    if "advance" in s:
+        return Step(i, name or f"advance {s['advance']}", "advance", line, seconds=_duration(s["advance"]))
+    if "driverStatus" in s:
+        body = _plain(s["driverStatus"])
+        return Step(i, name or "driver status of " + _claim_label(body["claim"]), "driverStatus", line,
+                    expect_error=s.get("expectError"), status=body, within=within)
     if "delete" in s:
         deletes = tuple(_plain(d) for d in s["delete"])
         return Step(i, name or "delete " + ", ".join(f"{d['kind']}/{d['name']}" for d in deletes), "delete", line,
@@ -181,4 +188,10 @@ def _duration(text: str) -> float:
     m = _DURATION.match(text)
     assert m is not None  # the schema guarantees the form
     n, unit = int(m.group(1)), m.group(2)
-    return n / 1000 if unit == "ms" else n * (60 if unit == "m" else 1)
+    return n / 1000 if unit == "ms" else n * {"s": 1, "m": 60, "h": 3600}[unit]
+
+
+def _claim_label(ref: Any) -> str:
+    if isinstance(ref, str):
+        return ref
+    return f"{ref['pod']}/" + ("extended-resources" if ref.get("extendedResources") else ref["claim"])

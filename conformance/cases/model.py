@@ -10,13 +10,15 @@ from typing import Any
 class Step:
     index: int
     name: str
-    kind: str  # apply | delete | expect
+    kind: str  # apply | delete | expect | advance | driverStatus
     line: int
     manifests: tuple[dict[str, Any], ...] = ()
     expect_error: str | None = None
     deletes: tuple[dict[str, str], ...] = ()
     assertions: tuple[tuple[int, str, dict[str, Any]], ...] = ()  # (line, name, body)
     within: float | None = None
+    seconds: float | None = None                 # advance: how much time passes
+    status: dict[str, Any] | None = None         # driverStatus: {claim, devices}
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,7 @@ class NodeSpec:
     name: str
     shape: str | None
     labels: dict[str, str] = field(default_factory=dict)
+    allocatable: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

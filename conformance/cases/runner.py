@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..backends.base import ApiRejected, HarnessError, Session
-from .checks import CHECKS, ExpectationFailed
+from .checks import CHECKS, ExpectationFailed, claim_name
 from .model import Case, Step
 from .placeholders import substitute_runtime
 
@@ -116,6 +116,17 @@ def _run_step(step: Step, s: Session, clock: Callable[[], float], sleep: Callabl
                 raise _Failure(step.line, f"{what} was accepted, expected a rejection containing {step.expect_error!r}",
                                expected=step.expect_error, actual="accepted")
         return
+    if step.kind == "advance":
+        assert step.seconds is not None
+        advance = getattr(s, "advance", None)
+        if advance is not None:
+            advance(step.seconds)
+        else:
+            sleep(step.seconds)
+        return
+    if step.kind == "driverStatus":
+        _driver_status(step, s)
+        return
     if step.kind == "delete":
         for d in step.deletes:
             try:
@@ -136,3 +147,66 @@ def _run_step(step: Step, s: Session, clock: Callable[[], float], sleep: Callabl
             if s.synchronous or clock() >= deadline:
                 raise
         sleep(POLL_INTERVAL)
+
+
+def _driver_status(step: Step, s: Session) -> None:
+    """Write ``status.devices`` of a claim as its driver would: read the claim, replace the
+    entries of the named devices (resolved from the allocation for ``request`` items), write
+    the whole status back through the status subresource."""
+    assert step.status is not None
+    body = substitute_runtime(step.status, s.namespace)
+    try:
+        name = claim_name(s, body["claim"])
+    except ExpectationFailed as exc:
+        raise _Failure(step.line, exc.summary, exc.expected, exc.actual) from None
+    claim = s.get("ResourceClaim", name)
+    if claim is None:
+        raise _Failure(step.line, f"claim {name} does not exist")
+    status = dict(claim.get("status") or {})
+    results = (((status.get("allocation") or {}).get("devices") or {}).get("results")) or []
+    now = getattr(s, "now", None)
+    stamp = now() if now is not None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    entries = list(status.get("devices") or [])
+    for item in body["devices"]:
+        if "request" in item:
+            req = item["request"]
+            targets = [r for r in results if r["request"] == req or r["request"].split("/", 1)[0] == req]
+            if not targets:
+                raise _Failure(step.line, f"claim {name} has no allocated device for request {req!r}",
+                               expected=req, actual=[r["request"] for r in results])
+            keys = [{"driver": r["driver"], "pool": r["pool"], "device": r["device"],
+                     **({"shareID": r["shareID"]} if r.get("shareID") else {})} for r in targets]
+        else:
+            keys = [{k: item[k] for k in ("driver", "pool", "device", "shareID") if k in item}]
+        for key in keys:
+            ident = (key["driver"], key["pool"], key["device"], key.get("shareID"))
+            entries = [e for e in entries if (e.get("driver"), e.get("pool"), e.get("device"), e.get("shareID")) != ident]
+            if item.get("remove"):
+                continue
+            entry: dict[str, Any] = dict(key)
+            if "conditions" in item:
+                entry["conditions"] = [{**c, "lastTransitionTime": c.get("lastTransitionTime") or stamp} for c in item["conditions"]]
+            for k in ("data", "networkData"):
+                if k in item:
+                    entry[k] = item[k]
+            entries.append(entry)
+    if entries:
+        status["devices"] = entries
+    else:
+        status.pop("devices", None)
+    update = getattr(s, "update_status", None)
+    if update is None:
+        raise HarnessError("this backend cannot write status through the status subresource (driverStatus steps)")
+    try:
+        update("ResourceClaim", name, status)
+    except ApiRejected as exc:
+        if step.expect_error is None:
+            raise _Failure(step.line, f"the status of claim {name} was rejected: {exc}", expected="accepted",
+                           actual=str(exc)) from None
+        if step.expect_error not in str(exc):
+            raise _Failure(step.line, f"the status of claim {name} was rejected for another reason: {exc}",
+                           expected=step.expect_error, actual=str(exc)) from None
+        return
+    if step.expect_error is not None:
+        raise _Failure(step.line, f"the status of claim {name} was accepted, expected a rejection containing "
+                                  f"{step.expect_error!r}", expected=step.expect_error, actual="accepted")

@@ -15,6 +15,8 @@ from .pod import Node, Pod, parse_node, parse_pod
 from .reader import Reader
 from .slice import ResourceSlice, parse_resource_slice
 from .taintrule import DeviceTaintRule, parse_device_taint_rule
+from .poolstatus import ResourcePoolStatusRequest, parse_resource_pool_status_request
+from .workload import PodGroup, Workload, parse_pod_group, parse_workload
 
 PARSERS: dict[tuple[str, str], Callable[[Reader], Any]] = {
     ("resource.k8s.io/v1", "DeviceClass"): parse_device_class,
@@ -24,9 +26,12 @@ PARSERS: dict[tuple[str, str], Callable[[Reader], Any]] = {
     ("resource.k8s.io/v1", "DeviceTaintRule"): parse_device_taint_rule,
     ("v1", "Pod"): parse_pod,
     ("v1", "Node"): parse_node,
+    ("resource.k8s.io/v1alpha3", "ResourcePoolStatusRequest"): parse_resource_pool_status_request,
+    ("scheduling.k8s.io/v1beta1", "PodGroup"): parse_pod_group,
+    ("scheduling.k8s.io/v1beta1", "Workload"): parse_workload,
 }
 
-NAMESPACED_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate", "Pod"})
+NAMESPACED_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate", "Pod", "PodGroup", "Workload"})
 
 
 def parse_object(obj: Any) -> Any:
@@ -43,4 +48,4 @@ def parse_object(obj: Any) -> Any:
 
 
 __all__ = ["parse_object", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice", "DeviceTaintRule",
-           "Pod", "Node", "NAMESPACED_KINDS", "PARSERS"]
+           "Pod", "Node", "PodGroup", "Workload", "ResourcePoolStatusRequest", "NAMESPACED_KINDS", "PARSERS"]

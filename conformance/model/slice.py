@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from ..errors import FieldError
 from ..quantity import Quantity
 from .attributes import ALL_KINDS, LIST_KINDS, AttributeValue
+from .nodealloc import NodeAllocatableResource, parse_node_allocatable_resources
 from .meta import NodeSelector, ObjectMeta, parse_meta, parse_node_selector, selector_matches
-from .reader import Reader, check_dns_label, check_dns_subdomain, check_qualified_name
+from .reader import Reader, check_dns_label, check_dns_subdomain, check_label_key, check_qualified_name
 
 MAX_DEVICES_PER_SLICE = 128
 MAX_DEVICES_PER_SLICE_ADVANCED = 64
@@ -88,6 +89,8 @@ class Device:
     binding_conditions: tuple[str, ...] = ()
     binding_failure_conditions: tuple[str, ...] = ()
     allow_multiple_allocations: bool = False
+    # DRANodeAllocatableResources: resource name -> mapping/overhead (see .nodealloc)
+    node_allocatable: dict[str, NodeAllocatableResource] = field(default_factory=dict, hash=False)
 
     def uses_advanced_features(self) -> bool:
         return bool(self.taints or self.consumes_counters or any(a.is_list for a in self.attributes.values()))
@@ -303,12 +306,20 @@ def _parse_device(r: Reader, *, per_device: bool) -> Device:
     binds = bool(r.bool("bindsToNode"))
     bc = r.strs("bindingConditions", max_items=MAX_BINDING_CONDITIONS, unique=True)
     bfc = r.strs("bindingFailureConditions", max_items=MAX_BINDING_CONDITIONS, unique=True)
+    for key, conds in (("bindingConditions", bc), ("bindingFailureConditions", bfc)):
+        for i, cond in enumerate(conds):
+            check_label_key(r.at(key) + (i,), cond)  # a condition type is a qualified (label) name
+    for i, cond in enumerate(bfc):
+        if cond in bc:
+            raise FieldError(r.at("bindingFailureConditions") + (i,),
+                             f"Invalid value: {cond!r}: bindingFailureConditions must not overlap with bindingConditions")
     if (bc or bfc or binds) and not (bc and bfc):
         raise FieldError(r.path, "bindingConditions and bindingFailureConditions must be set together (and bindsToNode needs them)")
     multi = bool(r.bool("allowMultipleAllocations"))
-    r.ignore("nodeAllocatableResources")
+    node_alloc = parse_node_allocatable_resources(r, "nodeAllocatableResources", set(caps))
     r.done()
-    return Device(name, attrs, caps, consumes, node_name, sel, all_nodes, taints, binds, bc, bfc, multi)
+    return Device(name, attrs, caps, consumes, node_name, sel, all_nodes, taints, binds, bc, bfc, multi,
+                  node_allocatable=node_alloc)
 
 
 def parse_resource_slice(r: Reader) -> ResourceSlice:

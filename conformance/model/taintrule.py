@@ -17,6 +17,12 @@ class DeviceTaintRule:
     pool: str | None
     device: str | None
     taint: DeviceTaint
+    has_selector: bool = True  # False: spec.deviceSelector unset, which selects no device at all
+
+    def matches(self, driver: str, pool: str, device: str) -> bool:
+        """Upstream ruleMatchesDevice: nil selector -> nothing; unset fields match anything."""
+        return self.has_selector and (self.driver is None or self.driver == driver) and (
+            self.pool is None or self.pool == pool) and (self.device is None or self.device == device)
 
 
 def parse_device_taint_rule(r: Reader) -> DeviceTaintRule:
@@ -38,4 +44,4 @@ def parse_device_taint_rule(r: Reader) -> DeviceTaintRule:
     r.done()
     if taint.effect not in ("NoSchedule", "NoExecute", "None"):
         raise FieldError(("spec", "taint", "effect"), f"unsupported value {taint.effect!r}")
-    return DeviceTaintRule(meta, driver, pool, device, taint)
+    return DeviceTaintRule(meta, driver, pool, device, taint, sel is not None)

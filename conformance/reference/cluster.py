@@ -1,5 +1,11 @@
-"""The mini control plane: an object store, admission, the claim controller, the scheduler and a
-node agent, reacting synchronously after every change until nothing moves."""
+"""The mini control plane: an object store with admission, the claim controller, the mini
+scheduler with its queue, the device-taint eviction controller, the pool status controller and
+a node agent, reacting synchronously after every change until nothing moves.
+
+Time is simulated (:class:`~conformance.reference.clock.Clock`): it only moves when a case
+advances it, and everything that depends on time (toleration seconds, binding timeouts, rule
+status periods, the scheduler's flush of unschedulable pods) runs when it does.
+"""
 
 from __future__ import annotations
 
@@ -7,39 +13,70 @@ import copy
 import hashlib
 import itertools
 import uuid
-from typing import Any, Mapping
+from typing import Any, List, Mapping
 
 from ..allocator import SelectorCache
+from ..errors import FieldError
 from ..features import DEFAULT_GATES
-from .admission import ApiRejected, check_admin_namespace, default_claim_spec, rejected, validate
-from .scheduler import FINALIZER, Outcome, schedule, set_condition
+from ..model.status import MAX_RULE_CONDITIONS, validate_claim_devices, validate_conditions
+from .admission import (ApiRejected, check_admin_namespace, check_served, default_claim_spec, default_pod,
+                        default_taint_times, rejected, validate)
+from .clock import Clock
+from .fieldgates import drop_disabled_fields
+from .poolstatus import PoolStatusController
+from .queue import SchedulingQueue
+from .scheduler import FINALIZER, MiniScheduler, Outcome, pod_group_name, set_condition
 from .state import ParsedCache
 from .store import Conflict, NotFound, ObjectStore, name_suffix, public
+from .taints import TaintEvictionController
 
 POD_CLAIM_NAME = "resource.kubernetes.io/pod-claim-name"
 MAX_ROUNDS = 100
+SCHEDULING_API = "scheduling.k8s.io/v1beta1"
+STATUS_KINDS = ("ResourceClaim", "DeviceTaintRule", "Pod", "PodGroup", "ResourcePoolStatusRequest", "Node")
 
 
 class ReferenceCluster:
-    def __init__(self, gates: Mapping[str, bool] | None = None, *, seed: str = "drakit") -> None:
+    def __init__(self, gates: Mapping[str, bool] | None = None, *, seed: str = "drakit", clock: Clock | None = None) -> None:
         self.gates = dict(DEFAULT_GATES if gates is None else gates)
-        self.store = ObjectStore()
+        # The kubelet's gates: the same set unless a test models version or configuration skew.
+        self.kubelet_gates: dict[str, bool] = self.gates
+        self.clock = clock or Clock()
+        self.store = ObjectStore(clock=self.clock.stamp)
         self.cache = ParsedCache()
         self.cel_cache = SelectorCache()
         self._share_counter = itertools.count()
         self._seed = seed
-        self.scheduling_attempts = 0
-        self._attempted_at: dict[str, int] = {}
+        self.queue = SchedulingQueue(self.gates, self.clock.now, self.store.peek)
+        self.store.watchers.append(self.queue.on_event)
+        self.scheduler = MiniScheduler(self.store, self.cache, self.gates, self.clock, self.cel_cache, self._next_share_id)
+        self.taint_controller = TaintEvictionController(self)
+        self.pool_status = PoolStatusController(self)
+        self.node_operations: list[dict[str, Any]] = []   # the kubelet's NodePrepare/NodeUnprepare calls
+        # (node, claim uid, driver) -> (claim ns/name, operations skipped), as the kubelet's checkpoint keeps it
+        self._prepared: dict[tuple[str, str, str], tuple[str, set[str]]] = {}
+        self._prepare_failed: set[str] = set()  # pods whose claims the kubelet refused to prepare
+        self._pod_prepared: dict[str, set[tuple[str, str, str]]] = {}  # running pod uid -> its prepared keys
 
     # -- API ------------------------------------------------------------------------------------
 
     def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
         """Create or update one object (like ``kubectl apply``), then let the controllers react."""
         obj = copy.deepcopy(obj)
-        validate(obj)
-        kind = obj["kind"]
+        check_served(obj, self.gates)
+        kind = obj.get("kind", "")
         meta = obj.setdefault("metadata", {})
         ns = meta.get("namespace")
+        existing = self.store.peek(kind, meta["name"], ns) if meta.get("name") else None
+        # Defaulting (decode), then PrepareForCreate/Update (disabled fields), then validation.
+        if kind in ("ResourceSlice", "DeviceTaintRule"):
+            default_taint_times(obj, existing, self.clock.stamp())
+        if kind == "Pod":
+            default_pod(obj.get("spec") or {})
+        if kind == "ResourcePoolStatusRequest" and isinstance(obj.get("spec"), dict):
+            obj["spec"].setdefault("limit", 100)
+        drop_disabled_fields(obj, existing, self.gates)
+        validate(obj)
         if ns:
             self._ensure_namespace(ns)
         if kind in ("ResourceClaim",):
@@ -48,9 +85,11 @@ class ReferenceCluster:
         if kind == "ResourceClaimTemplate":
             default_claim_spec(obj["spec"]["spec"])
             check_admin_namespace(obj, obj["spec"]["spec"], self.store.peek("Namespace", ns or ""))
-        existing = self.store.peek(kind, meta["name"], ns) if meta.get("name") else None
         if existing is None:
-            obj.pop("status", None) if kind in ("ResourceClaim",) else None
+            if kind in ("ResourceClaim", "DeviceTaintRule", "ResourcePoolStatusRequest", "PodGroup"):
+                obj.pop("status", None)  # status cannot be set on create
+            if kind == "DeviceTaintRule":
+                meta["generation"] = 1
             out = self.store.create(obj)
         else:
             out = self._update(existing, obj)
@@ -58,14 +97,63 @@ class ReferenceCluster:
         return public(self.store.get(kind, out["metadata"]["name"], ns) or out)
 
     def _update(self, existing: dict[str, Any], obj: dict[str, Any]) -> dict[str, Any]:
-        if obj["kind"] in ("ResourceClaim", "ResourceClaimTemplate") and obj.get("spec") != existing.get("spec"):
+        kind = obj["kind"]
+        if kind in ("ResourceClaim", "ResourceClaimTemplate", "ResourcePoolStatusRequest") and obj.get("spec") != existing.get("spec"):
             raise rejected(obj, "spec: Invalid value: field is immutable")
+        if kind == "PodGroup":
+            for f in ("resourceClaims", "workloadRef"):
+                if (obj.get("spec") or {}).get(f) != (existing.get("spec") or {}).get(f):
+                    raise rejected(obj, f"spec.{f}: Invalid value: field is immutable")
         merged = copy.deepcopy(existing)
         merged["spec"] = obj.get("spec", existing.get("spec"))
         for k in ("labels", "annotations"):
             if k in obj["metadata"]:
                 merged["metadata"][k] = obj["metadata"][k]
+        if kind == "DeviceTaintRule" and merged.get("spec") != existing.get("spec"):
+            merged["metadata"]["generation"] = existing["metadata"].get("generation", 1) + 1
+        if kind == "Node" and "status" in obj:
+            merged["status"] = obj["status"]  # the manifest plays the kubelet
         return self.store.update(merged)
+
+    def update_status(self, kind: str, name: str, namespace: str | None, status: dict[str, Any]) -> dict[str, Any]:
+        """A write through the ``status`` subresource (the whole status is replaced, as with
+        UpdateStatus): what drivers and controllers use, validated and stripped like upstream."""
+        if kind not in STATUS_KINDS:
+            raise ApiRejected(f"{kind} has no status subresource in the reference")
+        existing = self.store.peek(kind, name, namespace)
+        if existing is None:
+            raise NotFound(f'{kind} "{name}" not found')
+        new = copy.deepcopy(existing)
+        new["status"] = copy.deepcopy(status)
+        drop_disabled_fields(new, existing, self.gates, status=True)
+        try:
+            if kind == "ResourceClaim":
+                self._prepare_claim_status(new, existing)
+            elif kind == "DeviceTaintRule":
+                validate_conditions((new.get("status") or {}).get("conditions"), ("status", "conditions"), MAX_RULE_CONDITIONS)
+        except FieldError as exc:
+            raise rejected(new, str(exc)) from None
+        out = self.store.update(new)
+        self.reconcile()
+        return public(self.store.get(kind, name, namespace) or out)
+
+    @staticmethod
+    def _prepare_claim_status(new: dict[str, Any], old: dict[str, Any]) -> None:
+        st = new.get("status") or {}
+        alloc = st.get("allocation") or {}
+        results = (alloc.get("devices") or {}).get("results") or []
+        if st.get("reservedFor") and not alloc:
+            raise FieldError(("status", "reservedFor"), "Forbidden: may not be specified when `allocated` is not set")
+        current = {(r["driver"], r["pool"], r["device"], r.get("shareID")) for r in results}
+        # dropDeallocatedStatusDevices: entries of devices that left the allocation go away.
+        before = {(r["driver"], r["pool"], r["device"], r.get("shareID"))
+                  for r in ((((old.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or [])}
+        gone = before - current
+        if gone and st.get("devices"):
+            st["devices"] = [d for d in st["devices"] if (d.get("driver"), d.get("pool"), d.get("device"), d.get("shareID")) not in gone]
+            if not st["devices"]:
+                del st["devices"]
+        validate_claim_devices(st.get("devices"), current)
 
     def delete(self, kind: str, name: str, namespace: str | None = None) -> None:
         obj = self.store.peek(kind, name, namespace)
@@ -73,16 +161,35 @@ class ReferenceCluster:
             raise NotFound(f'{kind} "{name}" not found')
         if kind == "ResourceClaim" and (obj.get("status") or {}).get("reservedFor"):
             o = copy.deepcopy(obj)
-            o["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+            o["metadata"]["deletionTimestamp"] = self.clock.stamp()
             self.store.update(o)
+        elif kind == "Pod":
+            self.delete_pod(obj)
         else:
             self.store.delete(kind, name, namespace)
-            if kind == "Pod":
-                self._pod_gone(obj)
+            if kind == "PodGroup":
+                self._owner_gone(obj)
+        self.reconcile()
+
+    def delete_pod(self, pod: dict[str, Any]) -> None:
+        """Remove a pod (its containers are stopped at once) and let its claims go."""
+        self.store.delete("Pod", pod["metadata"]["name"], pod["metadata"].get("namespace"))
+        self.scheduler.waiting.pop(pod["metadata"]["uid"], None)
+        self._pod_prepared.pop(pod["metadata"]["uid"], None)
+        self._owner_gone(pod)
+
+    def advance(self, seconds: float) -> None:
+        """Let simulated time pass, then let every controller catch up."""
+        self.clock.advance(seconds)
         self.reconcile()
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         obj = self.store.peek(kind, name, namespace)
+        return public(obj) if obj is not None else None
+
+    def last_seen(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        """The object, or the last state of a deleted one (what a watch would have shown)."""
+        obj = self.store.peek(kind, name, namespace) or self.store.tombstones.get(self.store.key(kind, name, namespace))
         return public(obj) if obj is not None else None
 
     def list(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
@@ -91,13 +198,33 @@ class ReferenceCluster:
     def events(self, namespace: str | None = None) -> list[dict[str, Any]]:
         return [e.to_wire() for e in self.store.events if namespace is None or e.namespace == namespace]
 
+    @property
+    def scheduling_attempts(self) -> int:
+        return self.queue.metrics.schedule_attempts
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        """Scheduler queue counters (see :class:`~conformance.reference.queue.QueueMetrics`) and
+        the kubelet's node operation counts."""
+        out = self.queue.metrics.snapshot(self.queue.pending_counts())
+        ops = self.node_operations
+        out["nodePrepareCalls"] = sum(1 for o in ops if o["operation"] == "NodePrepareResources" and not o["skipped"])
+        out["nodePrepareSkips"] = sum(1 for o in ops if o["operation"] == "NodePrepareResources" and o["skipped"])
+        out["nodeUnprepareCalls"] = sum(1 for o in ops if o["operation"] == "NodeUnprepareResources" and not o["skipped"])
+        out["nodeUnprepareSkips"] = sum(1 for o in ops if o["operation"] == "NodeUnprepareResources" and o["skipped"])
+        return out
+
     # -- controllers ----------------------------------------------------------------------------
 
     def reconcile(self) -> None:
         for _ in range(MAX_ROUNDS):
             before = self.store.revision
+            self._node_status()
+            self._pod_group_claims()
             self._claim_controller()
             self._release_claims()
+            self.taint_controller.sync()
+            self.pool_status.sync()
             self._schedule()
             self._node_agent()
             if self.store.revision == before:
@@ -108,48 +235,138 @@ class ReferenceCluster:
         if self.store.peek("Namespace", ns) is None:
             self.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
 
+    def _node_status(self) -> None:
+        """The kubelet declares its features (NodeDeclaredFeatures) in ``status.declaredFeatures``."""
+        if not self.kubelet_gates.get("DRAOptionalNodeOperations"):
+            return
+        for node in self.store.list("Node"):
+            st = node.get("status") or {}
+            if "declaredFeatures" in st:
+                continue
+            n = copy.deepcopy(node)
+            n.setdefault("status", {})["declaredFeatures"] = ["DRAOptionalNodeOperations"]
+            self.store.update(n)
+
+    # ResourceClaim controller -----------------------------------------------------------------
+
+    def _pod_group_claims(self) -> None:
+        """Claims generated from templates for PodGroups (DRAWorkloadResourceClaims)."""
+        if not (self.gates.get("DRAWorkloadResourceClaims") and self.gates.get("GenericWorkload")):
+            return
+        for pg in self.store.list("PodGroup"):
+            if pg["metadata"].get("deletionTimestamp"):
+                continue
+            ns = pg["metadata"].get("namespace", "")
+            have = {s["name"] for s in (pg.get("status") or {}).get("resourceClaimStatuses") or []}
+            new: list[dict[str, str]] = []
+            for gc in (pg.get("spec") or {}).get("resourceClaims") or []:
+                tname = gc.get("resourceClaimTemplateName")
+                if not tname or gc["name"] in have:
+                    continue
+                claim = self._find_generated(pg, gc["name"])
+                if claim is None:
+                    template = self.store.peek("ResourceClaimTemplate", tname, ns)
+                    if template is None:
+                        self.store.record("Warning", "FailedResourceClaimCreation", pg,
+                                          f'PodGroupResourceClaim {gc["name"]}: resource claim template "{tname}": '
+                                          f'resourceclaimtemplate.resource.k8s.io "{tname}" not found')
+                        continue
+                    claim = self._claim_from_template(pg, gc["name"], template, "PodGroup", SCHEDULING_API)
+                new.append({"name": gc["name"], "resourceClaimName": claim["metadata"]["name"]})
+            if new:
+                p = self.store.get("PodGroup", pg["metadata"]["name"], ns)
+                assert p is not None
+                p.setdefault("status", {}).setdefault("resourceClaimStatuses", []).extend(new)
+                self.store.update(p)
+
+    def _find_generated(self, owner: dict[str, Any], entry: str) -> dict[str, Any] | None:
+        for c in self.store.list("ResourceClaim", owner["metadata"].get("namespace")):
+            if (c["metadata"].get("annotations") or {}).get(POD_CLAIM_NAME) == entry and any(
+                    r.get("uid") == owner["metadata"]["uid"] and r.get("controller")
+                    for r in c["metadata"].get("ownerReferences") or []):
+                return c
+        return None
+
+    def _group_claim_for(self, pod: dict[str, Any], ref: dict[str, Any]) -> tuple[bool, str | None]:
+        """(is a PodGroup claim, generated name once known) for a pod's template entry."""
+        if not self.gates.get("DRAWorkloadResourceClaims"):
+            return False, None
+        group = pod_group_name(pod)
+        pg = self.store.peek("PodGroup", group, pod["metadata"].get("namespace")) if group else None
+        if pg is None:
+            return False, None
+        for gc in (pg.get("spec") or {}).get("resourceClaims") or []:
+            if gc.get("name") == ref["name"] and gc.get("resourceClaimTemplateName") == ref.get("resourceClaimTemplateName") \
+                    and gc.get("resourceClaimName") == ref.get("resourceClaimName"):
+                st = {s["name"]: s.get("resourceClaimName") for s in (pg.get("status") or {}).get("resourceClaimStatuses") or []}
+                return True, st.get(ref["name"])
+        return False, None
+
     def _claim_controller(self) -> None:
         for pod in self.store.list("Pod"):
+            if pod["metadata"].get("deletionTimestamp"):
+                continue
             ns = pod["metadata"].get("namespace", "")
+            group = pod_group_name(pod)
+            if group and self.gates.get("GenericWorkload") and self.store.peek("PodGroup", group, ns) is None:
+                continue  # upstream retries until the PodGroup exists
             have = {s["name"] for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
+            new: list[dict[str, str]] = []
             for ref in pod["spec"].get("resourceClaims") or []:
                 tname = ref.get("resourceClaimTemplateName")
                 if not tname or ref["name"] in have:
                     continue
-                template = self.store.peek("ResourceClaimTemplate", tname, ns)
-                if template is None:
-                    self.store.record("Warning", "FailedResourceClaimCreation", pod,
-                                      f'PodResourceClaim {ref["name"]}: resource claim template "{tname}": '
-                                      f'resourceclaimtemplate.resource.k8s.io "{tname}" not found')
+                is_group, group_claim = self._group_claim_for(pod, ref)
+                if is_group:
+                    if group_claim:
+                        new.append({"name": ref["name"], "resourceClaimName": group_claim})
                     continue
-                claim = self._claim_from_template(pod, ref["name"], template)
+                claim = self._find_generated(pod, ref["name"])
+                if claim is None:
+                    template = self.store.peek("ResourceClaimTemplate", tname, ns)
+                    if template is None:
+                        self.store.record("Warning", "FailedResourceClaimCreation", pod,
+                                          f'PodResourceClaim {ref["name"]}: resource claim template "{tname}": '
+                                          f'resourceclaimtemplate.resource.k8s.io "{tname}" not found')
+                        continue
+                    claim = self._claim_from_template(pod, ref["name"], template, "Pod", "v1")
+                new.append({"name": ref["name"], "resourceClaimName": claim["metadata"]["name"]})
+            if new:
                 p = self.store.get("Pod", pod["metadata"]["name"], ns)
                 assert p is not None
-                p.setdefault("status", {}).setdefault("resourceClaimStatuses", []).append(
-                    {"name": ref["name"], "resourceClaimName": claim["metadata"]["name"]})
+                statuses = (p.get("status") or {}).get("resourceClaimStatuses") or []
+                merged = {s["name"]: s for s in statuses + new}
+                p.setdefault("status", {})["resourceClaimStatuses"] = [merged[k] for k in sorted(merged)]
                 self.store.update(p)
 
-    def _claim_from_template(self, pod: dict[str, Any], entry: str, template: dict[str, Any]) -> dict[str, Any]:
-        ns = pod["metadata"].get("namespace", "")
+    def _claim_from_template(self, owner: dict[str, Any], entry: str, template: dict[str, Any], kind: str,
+                             api_version: str) -> dict[str, Any]:
+        ns = owner["metadata"].get("namespace", "")
         tmeta = template["spec"].get("metadata") or {}
-        base = f"{pod['metadata']['name']}-{entry}"
-        digest = hashlib.sha256(f"{pod['metadata']['uid']}/{entry}".encode()).hexdigest()
+        o = owner["metadata"]["name"]
+        generate = f"{o}-{entry}-"
+        if len(generate) > 57:
+            # truncate both names in proportion, as the controller does (no trailing hyphen then)
+            total = len(generate)
+            generate = o[: len(o) * 57 // total] + "-" + entry[: len(entry) * 57 // total]
+        digest = hashlib.sha256(f"{owner['metadata']['uid']}/{entry}".encode()).hexdigest()
         claim = {
             "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
             "metadata": {
-                "name": f"{base[:57]}-{name_suffix(digest)}", "namespace": ns,
+                "name": generate + name_suffix(digest), "generateName": generate, "namespace": ns,
                 "labels": dict(tmeta.get("labels") or {}),
                 "annotations": {**(tmeta.get("annotations") or {}), POD_CLAIM_NAME: entry},
-                "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": pod["metadata"]["name"],
-                                     "uid": pod["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}],
+                "ownerReferences": [{"apiVersion": api_version, "kind": kind, "name": owner["metadata"]["name"],
+                                     "uid": owner["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}],
             },
             "spec": copy.deepcopy(template["spec"]["spec"]),
         }
         return self.store.create(claim)
 
-    def _pod_gone(self, pod: dict[str, Any]) -> None:
-        uid = pod["metadata"]["uid"]
-        for claim in list(self.store.list("ResourceClaim", pod["metadata"].get("namespace"))):
+    def _owner_gone(self, owner: dict[str, Any]) -> None:
+        """A pod or PodGroup is gone: drop it from ``reservedFor``; garbage-collect what it owned."""
+        uid = owner["metadata"]["uid"]
+        for claim in list(self.store.list("ResourceClaim", owner["metadata"].get("namespace"))):
             reserved = (claim.get("status") or {}).get("reservedFor") or []
             owned = any(r.get("uid") == uid for r in claim["metadata"].get("ownerReferences") or [])
             if any(r.get("uid") == uid for r in reserved):
@@ -157,10 +374,10 @@ class ReferenceCluster:
                 c["status"]["reservedFor"] = [r for r in reserved if r.get("uid") != uid]
                 self.store.update(c)
             if owned:
-                c = self.store.get("ResourceClaim", claim["metadata"]["name"], claim["metadata"].get("namespace"))
-                assert c is not None
-                c["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-                self.store.update(c)
+                stored = self.store.get("ResourceClaim", claim["metadata"]["name"], claim["metadata"].get("namespace"))
+                assert stored is not None
+                stored["metadata"]["deletionTimestamp"] = self.clock.stamp()
+                self.store.update(stored)
 
     def _release_claims(self) -> None:
         """Deallocate claims nobody reserves any more; finish deleting claims being deleted."""
@@ -173,41 +390,127 @@ class ReferenceCluster:
                 c = copy.deepcopy(claim)
                 c.get("status", {}).pop("allocation", None)
                 c["status"].pop("reservedFor", None) if "status" in c else None
+                c["status"].pop("devices", None) if "status" in c else None  # entries of deallocated devices go too
                 c["metadata"]["finalizers"] = [f for f in c["metadata"].get("finalizers") or [] if f != FINALIZER]
                 self.store.update(c)
             if deleting:
                 self.store.delete("ResourceClaim", claim["metadata"]["name"], claim["metadata"].get("namespace"))
 
+    # Scheduler ----------------------------------------------------------------------------------
+
     def _schedule(self) -> None:
-        for pod in list(self.store.list("Pod")):
-            if pod["spec"].get("nodeName") or pod["spec"].get("schedulingGates"):
+        self.queue.flush()
+        ready = self.queue.pop_all()
+        order = self.store.order
+        ready.sort(key=lambda item: order.get(self.store.key("Pod", item[1][1], item[1][0]), 1 << 62))
+        for uid, (ns, name) in ready:
+            pod = self.store.peek("Pod", name, ns)
+            if pod is None or pod["metadata"]["uid"] != uid or pod["spec"].get("nodeName") \
+                    or pod["spec"].get("schedulingGates") or uid in self.scheduler.waiting:
                 continue
-            uid = pod["metadata"]["uid"]
-            if self._attempted_at.get(uid) == self.store.revision:
-                continue  # nothing changed since the last attempt
-            self.scheduling_attempts += 1
-            outcome = schedule(self.store, self.cache, pod, self.gates, self.cel_cache, self._next_share_id)
-            if outcome.node is None:
-                self._mark_unschedulable(pod, outcome)
-            self._attempted_at[uid] = self.store.revision
+            self.queue.metrics.schedule_attempts += 1
+            self._handle(pod, self.scheduler.attempt(pod))
+        for uid in list(self.scheduler.waiting):
+            pod = next((p for p in self.store.list("Pod") if p["metadata"]["uid"] == uid), None)
+            outcome = self.scheduler.check_waiting(uid)
+            if pod is not None and outcome is not None and outcome.node is None:
+                self._handle(pod, outcome)
+
+    def _handle(self, pod: dict[str, Any], outcome: Outcome) -> None:
+        if outcome.node is not None or outcome.waiting:
+            return
+        self._mark_unschedulable(pod, outcome)
+        uid = pod["metadata"]["uid"]
+        key = (pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
+        if outcome.reason == "SchedulerError":
+            self.queue.error_pod(uid, key)
+        else:
+            self.queue.unschedulable_pod(uid, key, outcome.plugins)
 
     def _mark_unschedulable(self, pod: dict[str, Any], outcome: Outcome) -> None:
         p = self.store.get("Pod", pod["metadata"]["name"], pod["metadata"].get("namespace"))
-        assert p is not None
+        if p is None:
+            return
         if set_condition(p, "PodScheduled", "False", outcome.reason, outcome.message):
             p["status"]["phase"] = "Pending"
             self.store.update(p)
             self.store.record("Warning", "FailedScheduling", p, outcome.message or "")
 
+    # Node agent (the kubelet's DRA part) -------------------------------------------------------
+
     def _node_agent(self) -> None:
-        """The kubelet's part: a bound pod whose claims are all reserved for it starts running."""
+        """Prepare the claims of bound pods through their drivers (NodePrepareResources, unless
+        every device of a driver in the claim skips it), then mark the pods Running; unprepare
+        claims no pod on the node uses any more."""
+        in_use: set[tuple[str, str, str]] = set()
         for pod in self.store.list("Pod"):
-            if not pod["spec"].get("nodeName") or (pod.get("status") or {}).get("phase") == "Running":
+            node = pod["spec"].get("nodeName")
+            if not node:
+                continue
+            uid = pod["metadata"]["uid"]
+            if (pod.get("status") or {}).get("phase") == "Running" and uid in self._pod_prepared:
+                in_use.update(self._pod_prepared[uid])  # prepared when it started; nothing to do
+                continue
+            ok = True
+            keys: set[tuple[str, str, str]] = set()
+            for claim in self._pod_claims(pod):
+                for driver, skips in self._claim_drivers(claim).items():
+                    key = (node, claim["metadata"]["uid"], driver)
+                    in_use.add(key)
+                    keys.add(key)
+                    if key in self._prepared:
+                        continue
+                    skip = bool(skips & {"NodePrepareResources", "*"})
+                    if skips and not self.kubelet_gates.get("DRAOptionalNodeOperations"):
+                        if pod["metadata"]["uid"] not in self._prepare_failed:
+                            self._prepare_failed.add(pod["metadata"]["uid"])
+                            self.store.record("Warning", "FailedPrepareDynamicResources", pod,
+                                              "Failed to prepare dynamic resources: DRAOptionalNodeOperations feature "
+                                              "gate is disabled on kubelet")
+                        ok = False
+                        continue
+                    self._prepared[key] = (f"{claim['metadata'].get('namespace')}/{claim['metadata']['name']}", skips)
+                    self._node_op(node, pod, claim, driver, "NodePrepareResources", skip)
+            if not ok:
+                continue
+            self._pod_prepared[uid] = keys
+            if (pod.get("status") or {}).get("phase") == "Running":
                 continue
             p = copy.deepcopy(pod)
             p.setdefault("status", {})["phase"] = "Running"
             set_condition(p, "Ready", "True", None, None)
             self.store.update(p)
+        for key in [k for k in self._prepared if k not in in_use]:
+            node, _claim_uid, driver = key
+            ref, skips = self._prepared.pop(key)
+            self.node_operations.append({"node": node, "claim": ref, "driver": driver, "pod": None,
+                                         "operation": "NodeUnprepareResources",
+                                         "skipped": bool(skips & {"NodeUnprepareResources", "*"})})
+
+    def _pod_claims(self, pod: dict[str, Any]) -> "List[dict[str, Any]]":
+        ns = pod["metadata"].get("namespace", "")
+        statuses = {s.get("name"): s.get("resourceClaimName") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
+        names = [ref.get("resourceClaimName") or statuses.get(ref["name"]) for ref in pod["spec"].get("resourceClaims") or []]
+        ext = ((pod.get("status") or {}).get("extendedResourceClaimStatus") or {}).get("resourceClaimName")
+        out = []
+        for n in names + [ext]:
+            c = self.store.peek("ResourceClaim", n, ns) if n else None
+            if c is not None and (c.get("status") or {}).get("allocation"):
+                out.append(c)
+        return out
+
+    @staticmethod
+    def _claim_drivers(claim: dict[str, Any]) -> dict[str, set[str]]:
+        """driver -> operations skipped by every allocated device of that driver in the claim."""
+        out: dict[str, set[str]] = {}
+        for r in ((((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []):
+            ops = set(r.get("skipNodeOperations") or [])
+            out[r["driver"]] = ops if r["driver"] not in out else out[r["driver"]] & ops
+        return out
+
+    def _node_op(self, node: str, pod: dict[str, Any], claim: dict[str, Any], driver: str, op: str, skipped: bool) -> None:
+        self.node_operations.append({"node": node, "claim": f"{claim['metadata'].get('namespace')}/{claim['metadata']['name']}",
+                                     "driver": driver, "pod": pod["metadata"]["name"], "operation": op, "skipped": skipped})
 
     def _next_share_id(self) -> str:
         return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self._seed}/share/{next(self._share_counter)}"))

@@ -1,26 +1,49 @@
-"""The mini scheduler: the DynamicResources plugin's view of one pod, node by node.
+"""The mini scheduler: one scheduling attempt for one pod, with the plugins DRA depends on.
 
-It resolves the pod's claims (PreEnqueue/PreFilter), runs the reference allocator on each node
-(Filter), binds to the first feasible node in name order and writes allocation and
-``reservedFor`` (PreBind), or records why the pod is unschedulable in the pod's
-``PodScheduled`` condition and a ``FailedScheduling`` event, with upstream's reason texts.
+PreEnqueue/PreFilter resolve the pod's claims (generated names from the pod status, ownership
+by the pod or, with DRAWorkloadResourceClaims, by its PodGroup) and the classes they need; the
+DRA-backed extended resources of the pod become an in-memory claim (DRAExtendedResource).
+Filter runs, node by node in name order: NodeAffinity (``spec.nodeSelector``), NodeResourcesFit
+(pod requests against ``status.allocatable`` minus what bound pods request), and
+DynamicResources (allocated claims usable on the node, the reference allocator for the pending
+ones, node-allocatable accounting with DRANodeAllocatableResources). The first feasible node
+wins. PreBind writes allocations (with ``allocationTimestamp`` when binding conditions are
+enabled), ``reservedFor`` (the pod, or its PodGroup), creates the extended-resource claim,
+patches the pod status and then either binds or, when a device has binding conditions, leaves
+the pod waiting until the driver reports them (see :meth:`MiniScheduler.check_waiting`).
+Unschedulable pods get upstream's reason texts in ``PodScheduled`` and a ``FailedScheduling``
+event.
 """
 
 from __future__ import annotations
 
+import copy
+import hashlib
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from fractions import Fraction
+from typing import Any, Callable, Mapping
 
 from ..allocator import Allocator, AllocationError, Features, NodeAllocationError, NodeInfo, SelectorCache
-from ..model.meta import selector_matches
-from ..model.meta import NodeSelector
+from ..model import parse_object
+from ..model.meta import NodeSelector, parse_node_selector, selector_matches
+from ..model.pod import is_extended_resource_name
 from ..model.reader import Reader
-from ..model.meta import parse_node_selector
-from .state import ParsedCache, allocated_state, classes, slices_with_taint_rules
-from .store import ObjectStore
+from ..quantity import Quantity
+from . import resources as res
+from .clock import Clock, parse_time
+from .queue import DRA, NODE_AFFINITY, NODE_RESOURCES
+from .state import (DEVICE_CLASS_PREFIX, ParsedCache, allocated_state, classes, extended_resource_classes,
+                    slices_with_taint_rules)
+from .store import ObjectStore, name_suffix
 
 FINALIZER = "resource.kubernetes.io/delete-protection"
+EXTENDED_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
+SCHEDULING_GROUP = "scheduling.k8s.io"
+BINDING_TIMEOUT = timedelta(seconds=600)  # DynamicResourcesArgs.bindingTimeout default
+OPTIONAL_NODE_OPERATIONS = "DRAOptionalNodeOperations"
+NOT_AVAILABLE = "resourceclaim not available on the node"
 
 
 @dataclass
@@ -28,31 +51,104 @@ class Outcome:
     node: str | None
     reason: str | None = None  # condition reason: Unschedulable | SchedulerError
     message: str | None = None
+    plugins: frozenset[str] = frozenset()  # plugins that rejected the pod
+    waiting: bool = False  # PreBind done, waiting for binding conditions
 
 
-def resolve_claims(store: ObjectStore, pod: dict[str, Any]) -> tuple[list[dict[str, Any]] | None, str | None]:
+@dataclass
+class Waiting:
+    """A pod whose claims are allocated and reserved, waiting in PreBind."""
+    node: str
+    claims: list[str]                       # claim names in the pod's namespace
+    extended_claim: str | None = None
+    since: str = ""
+    reserved: list[str] = field(default_factory=list)  # claims this attempt reserved (for Unreserve)
+
+
+# --- claims -------------------------------------------------------------------------------------
+
+def _controller(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    for r in obj["metadata"].get("ownerReferences") or []:
+        if r.get("controller"):
+            return r
+    return None
+
+
+def _owned_by(obj: Mapping[str, Any], owner: Mapping[str, Any]) -> bool:
+    c = _controller(obj)
+    return c is not None and c.get("uid") == owner["metadata"]["uid"]
+
+
+def pod_group_name(pod: Mapping[str, Any]) -> str | None:
+    return ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
+
+
+def resolve_claims(store: ObjectStore, pod: dict[str, Any], gates: Mapping[str, bool] | None = None
+                   ) -> tuple[list[dict[str, Any]] | None, str | None]:
+    """The pod's claims in spec order (upstream foreachPodResourceClaim), or why not yet."""
+    gates = gates or {}
+    workload = bool(gates.get("DRAWorkloadResourceClaims"))
     ns = pod["metadata"].get("namespace", "")
     statuses = {s["name"]: s.get("resourceClaimName") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
     out = []
     for ref in pod["spec"].get("resourceClaims") or []:
         name = ref.get("resourceClaimName")
         if name is None:
-            name = statuses.get(ref["name"])
-            if name is None:
+            if ref["name"] not in statuses:
                 return None, f'pod "{ns}/{pod["metadata"]["name"]}": ResourceClaim not created yet'
+            name = statuses[ref["name"]]
+            if name is None:
+                continue  # intentionally not created
         claim = store.peek("ResourceClaim", name, ns)
         if claim is None:
             return None, f'resourceclaim.resource.k8s.io "{name}" not found'
         if claim["metadata"].get("deletionTimestamp"):
             return None, f'resourceclaim "{name}" is being deleted'
         if ref.get("resourceClaimTemplateName") and not _owned_by(claim, pod):
-            return None, f"ResourceClaim {ns}/{name} was not created for Pod {ns}/{pod['metadata']['name']} (Pod is not owner)"
+            group = pod_group_name(pod)
+            if workload and group:
+                c = _controller(claim)
+                if not (c and c.get("kind") == "PodGroup" and c.get("name") == group
+                        and str(c.get("apiVersion", "")).startswith(SCHEDULING_GROUP + "/")):
+                    return None, (f"ResourceClaim {ns}/{name} was not created for Pod {ns}/{pod['metadata']['name']} "
+                                  f"(neither Pod nor PodGroup {group} is the owner)")
+            else:
+                return None, f"ResourceClaim {ns}/{name} was not created for Pod {ns}/{pod['metadata']['name']} (Pod is not owner)"
         out.append(claim)
     return out, None
 
 
-def _owned_by(obj: dict[str, Any], owner: dict[str, Any]) -> bool:
-    return any(r.get("uid") == owner["metadata"]["uid"] for r in obj["metadata"].get("ownerReferences") or [])
+def reserved_for_pod(claim: Mapping[str, Any], pod: Mapping[str, Any], workload: bool) -> bool:
+    """Upstream IsReservedForPod (PodGroup reservations count with DRAWorkloadResourceClaims)."""
+    group = pod_group_name(pod)
+    for r in (claim.get("status") or {}).get("reservedFor") or []:
+        if r.get("uid") == pod["metadata"]["uid"]:
+            return True
+        if workload and group and r.get("apiGroup") == SCHEDULING_GROUP and r.get("resource") == "podgroups" \
+                and r.get("name") == group:
+            return True
+    return False
+
+
+def binding_for(store: ObjectStore, pod: Mapping[str, Any], claim: Mapping[str, Any], gates: Mapping[str, bool]) -> dict[str, str]:
+    """Upstream BindTo: the PodGroup when the pod's claim entry matches one of its group's
+    claims exactly (name and claim/template name), else the pod."""
+    ns = pod["metadata"].get("namespace", "")
+    group = pod_group_name(pod)
+    if gates.get("DRAWorkloadResourceClaims") and group:
+        pg = store.peek("PodGroup", group, ns)
+        if pg is not None:
+            statuses = {s["name"]: s.get("resourceClaimName") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
+            for ref in pod["spec"].get("resourceClaims") or []:
+                name = ref.get("resourceClaimName") or statuses.get(ref["name"])
+                if name != claim["metadata"]["name"]:
+                    continue
+                for gc in (pg.get("spec") or {}).get("resourceClaims") or []:
+                    if gc.get("name") == ref["name"] and gc.get("resourceClaimName") == ref.get("resourceClaimName") \
+                            and gc.get("resourceClaimTemplateName") == ref.get("resourceClaimTemplateName"):
+                        return {"apiGroup": SCHEDULING_GROUP, "resource": "podgroups", "name": group,
+                                "uid": pg["metadata"]["uid"]}
+    return {"resource": "pods", "name": pod["metadata"]["name"], "uid": pod["metadata"]["uid"]}
 
 
 def _node_selector_of(claim: dict[str, Any]) -> NodeSelector | None:
@@ -60,93 +156,574 @@ def _node_selector_of(claim: dict[str, Any]) -> NodeSelector | None:
     return parse_node_selector(Reader(raw)) if raw else None
 
 
+def _condition(conds: list[dict[str, Any]] | None, ctype: str) -> dict[str, Any] | None:
+    for c in conds or []:
+        if c.get("type") == ctype:
+            return c
+    return None
+
+
+def binding_state(claim: Mapping[str, Any], now: Any, features_on: bool) -> tuple[bool, str | None]:
+    """(ready, failure) for a claim's binding conditions (isClaimReadyForBinding plus the
+    timeout check): failure is the PreBind error text, ready means every condition is True."""
+    alloc = (claim.get("status") or {}).get("allocation")
+    if not features_on or not alloc:
+        return bool(alloc) or not features_on, None
+    devices = (claim.get("status") or {}).get("devices") or []
+    ready = True
+    for r in (alloc.get("devices") or {}).get("results") or []:
+        if not r.get("bindingConditions"):
+            continue
+        st = next((d for d in devices if d.get("driver") == r["driver"] and d.get("pool") == r["pool"]
+                   and d.get("device") == r["device"] and d.get("shareID") == r.get("shareID")), None)
+        if st is None:
+            ready = False
+            continue
+        for ctype in r.get("bindingFailureConditions") or []:
+            c = _condition(st.get("conditions"), ctype)
+            if c is not None and c.get("status") == "True":
+                return False, (f"device binding failed: claim={claim['metadata']['name']}, reason={c.get('reason', '')}, "
+                               f'message="{c.get("message", "")}"')
+        if not all((_condition(st.get("conditions"), t) or {}).get("status") == "True" for t in r["bindingConditions"]):
+            ready = False
+    if not ready and alloc.get("allocationTimestamp") and any(
+            r.get("bindingConditions") for r in (alloc.get("devices") or {}).get("results") or []):
+        if parse_time(alloc["allocationTimestamp"]) + BINDING_TIMEOUT < now:
+            return False, f"device binding timeout: claim={claim['metadata']['name']}"
+    return ready, None
+
+
+# --- extended resources -------------------------------------------------------------------------
+
+def is_dra_extended_resource_name(name: str) -> bool:
+    return is_extended_resource_name(name) or name.startswith(DEVICE_CLASS_PREFIX)
+
+
+def _extended_requests(pod: dict[str, Any], class_map: Mapping[str, str]) -> dict[str, Fraction]:
+    """Non-zero pod-level requests of DRA-backed extended resources, when any maps to a class."""
+    reqs = res.pod_requests(pod)
+    named = {k: v for k, v in reqs.items() if v != 0 and is_dra_extended_resource_name(k)}
+    if not any(k in class_map for k in named):
+        return {}
+    return named
+
+
+def _container_list(pod: Mapping[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    init = list(pod["spec"].get("initContainers") or [])
+    return init + list(pod["spec"].get("containers") or []), len(init)
+
+
+def _int_request(c: Mapping[str, Any], name: str) -> tuple[int, list[str]]:
+    resources = c.get("resources") or {}
+    reqs = dict(resources.get("requests") or {})
+    for k, v in (resources.get("limits") or {}).items():
+        reqs.setdefault(k, v)
+    if name not in reqs:
+        return 0, sorted(reqs)
+    qv = Quantity.parse(str(reqs[name])).value
+    return (int(qv) if qv.denominator == 1 else 0), sorted(reqs)
+
+
+def extended_requests_and_mappings(pod: dict[str, Any], names: list[str], class_map: Mapping[str, str]
+                                   ) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    """Upstream createRequestsAndMappings: one request ``container-<i>-request-<j>`` per
+    long-lived container and resource; plain init containers reuse later long-lived requests and
+    only the largest init shortfall is kept."""
+    containers, n_init = _container_list(pod)
+    long_lived = [i for i, c in enumerate(containers) if i >= n_init or c.get("restartPolicy") == "Always"]
+    short_lived = [i for i in range(n_init) if i not in long_lived]
+    requests: list[dict[str, Any]] = []
+    mappings: list[dict[str, str]] = []
+
+    def make(i: int, name: str, cls: str, reusable: list[dict[str, Any] | None]) -> tuple[dict[str, Any] | None, list[dict[str, str]]]:
+        count, keys = _int_request(containers[i], name)
+        if count == 0:
+            return None, []
+        maps: list[dict[str, str]] = []
+        total = 0
+        for r in reusable:
+            if r is not None:
+                total += r["exactly"]["count"]
+                maps.append({"containerName": containers[i]["name"], "resourceName": name, "requestName": r["name"]})
+                if total >= count:
+                    return None, maps
+        req_name = f"container-{i}-request-{keys.index(name)}"
+        maps.append({"containerName": containers[i]["name"], "resourceName": name, "requestName": req_name})
+        return {"name": req_name, "exactly": {"deviceClassName": cls, "allocationMode": "ExactCount",
+                                              "count": count - total}}, maps
+
+    for name in sorted(names):
+        cls = class_map.get(name)
+        if cls is None:
+            continue
+        long_reqs: list[dict[str, Any] | None] = [None] * len(containers)
+        long_maps: list[dict[str, str]] = []
+        for i in long_lived:
+            r, m = make(i, name, cls, [])
+            long_reqs[i] = r
+            long_maps.extend(m)
+        best: dict[str, Any] | None = None
+        short_names: list[str] = []
+        short_maps: list[dict[str, str]] = []
+        for i in short_lived:
+            r, m = make(i, name, cls, long_reqs[i:])
+            if r is not None:
+                short_names.append(r["name"])
+                if best is None or best["exactly"]["count"] < r["exactly"]["count"]:
+                    best = r
+            short_maps.extend(m)
+        if best is not None and len(set(short_names)) > 1:
+            for mapping in short_maps:
+                if mapping["requestName"] in short_names and mapping["requestName"] != best["name"]:
+                    mapping["requestName"] = best["name"]
+        if best is not None:
+            requests.append(best)
+        requests.extend(r for r in long_reqs if r is not None)
+        mappings.extend(long_maps + short_maps)
+    requests.sort(key=lambda r: r["name"])
+    return requests, mappings
+
+
+# --- node-allocatable resources -----------------------------------------------------------------
+
+def node_allocatable_statuses(pod: Mapping[str, Any], claims: list[tuple[str, dict[str, Any], dict[str, Any]]],
+                              devices: Mapping[tuple[str, str, str], Any]) -> tuple[list[dict[str, Any]], str | None]:
+    """``pod.status.nodeAllocatableResourceClaimStatuses`` for the pod's claims (buildNodeAllocatableDRAInfo).
+    ``claims``: (pod entry name or "", claim, allocation); ``devices``: id -> model Device."""
+    by_claim: dict[str, dict[str, Any]] = {}
+    for _entry, claim, alloc in claims:
+        mapped: dict[str, Fraction] = {}
+        overhead: dict[str, dict[str, Fraction]] = {}
+        for r in (alloc.get("devices") or {}).get("results") or []:
+            dev = devices.get((r["driver"], r["pool"], r["device"]))
+            if dev is None or not dev.node_allocatable:
+                continue
+            for rname, spec in dev.node_allocatable.items():
+                if spec.mapping is not None:
+                    m = spec.mapping
+                    if m.capacity_key:
+                        consumed = r.get("consumedCapacity")
+                        if consumed is None:
+                            return [], (f"claim {claim['metadata'].get('namespace')}/{claim['metadata']['name']}, device "
+                                        f"{r['device']}: ConsumedCapacity is nil, but Capacity key '{m.capacity_key}' is "
+                                        f"set in NodeAllocatableResources for resource {rname}")
+                        if m.capacity_key in consumed:
+                            amount = res.q(consumed[m.capacity_key])
+                            if m.capacity_multiplier is not None:
+                                amount *= m.capacity_multiplier.value
+                            mapped[rname] = mapped.get(rname, Fraction(0)) + amount
+                    elif m.device_multiplier is not None:
+                        mapped[rname] = mapped.get(rname, Fraction(0)) + m.device_multiplier.value
+                if spec.overhead is not None and (spec.overhead.per_pod is not None or spec.overhead.per_container is not None):
+                    o = overhead.setdefault(rname, {})
+                    if spec.overhead.per_pod is not None:
+                        o["perPod"] = o.get("perPod", Fraction(0)) + spec.overhead.per_pod.value
+                    if spec.overhead.per_container is not None:
+                        o["perContainer"] = o.get("perContainer", Fraction(0)) + spec.overhead.per_container.value
+        if mapped or overhead:
+            by_claim[claim["metadata"]["name"]] = {
+                "resourceClaimName": claim["metadata"]["name"], "containers": [],
+                "mapping": [{"name": k, "quantity": _qty(v, k)} for k, v in sorted(mapped.items())],
+                "overhead": [{"name": k, **{f: _qty(v[f], k) for f in ("perPod", "perContainer") if f in v}}
+                             for k, v in sorted(overhead.items())],
+            }
+    entry_to_claim = {entry: claim["metadata"]["name"] for entry, claim, _ in claims if entry}
+    containers, _ = _container_list(pod)
+    for c in containers:
+        for ref in (c.get("resources") or {}).get("claims") or []:
+            name = entry_to_claim.get(ref.get("name"))
+            if name in by_claim and c["name"] not in by_claim[name]["containers"]:
+                by_claim[name]["containers"].append(c["name"])
+    out = [by_claim[k] for k in sorted(by_claim)]
+    for st in out:
+        if not st["mapping"]:
+            del st["mapping"]
+        if not st["overhead"]:
+            del st["overhead"]
+    return out, None
+
+
+def _qty(v: Fraction, resource: str) -> str:
+    return str(Quantity.from_number(v, "DecimalSI" if resource == "cpu" else "BinarySI"))
+
+
+def has_mapped_device(alloc: Mapping[str, Any] | None, devices: Mapping[tuple[str, str, str], Any]) -> bool:
+    for r in ((alloc or {}).get("devices") or {}).get("results") or []:
+        dev = devices.get((r["driver"], r["pool"], r["device"]))
+        if dev is not None and any(s.mapping is not None for s in dev.node_allocatable.values()):
+            return True
+    return False
+
+
+# --- the scheduler ------------------------------------------------------------------------------
+
+class MiniScheduler:
+    def __init__(self, store: ObjectStore, cache: ParsedCache, gates: Mapping[str, bool], clock: Clock,
+                 cel_cache: SelectorCache, share_ids: Callable[[], str]) -> None:
+        self.store = store
+        self.cache = cache
+        self.gates = gates
+        self.clock = clock
+        self.cel_cache = cel_cache
+        self.share_ids = share_ids
+        self.waiting: dict[str, Waiting] = {}  # pod uid -> PreBind wait
+
+    @property
+    def binding_conditions_on(self) -> bool:
+        return bool(self.gates.get("DRADeviceBindingConditions") and self.gates.get("DRAResourceClaimDeviceStatus"))
+
+    # -- one attempt -----------------------------------------------------------------------
+
+    def attempt(self, pod: dict[str, Any]) -> Outcome:
+        g = self.gates
+        workload = bool(g.get("DRAWorkloadResourceClaims"))
+        claims, problem = resolve_claims(self.store, pod, g)
+        if claims is None:
+            return Outcome(None, "Unschedulable", problem, frozenset({DRA}))
+        nodes = sorted(self.store.list("Node"), key=lambda n: n["metadata"]["name"])
+        if not nodes:
+            return Outcome(None, "Unschedulable", "0/0 nodes are available: no nodes available to schedule pods.")
+        ns = pod["metadata"].get("namespace", "")
+        features = Features.from_gates(g)
+        now = self.clock.now()
+        device_classes = classes(self.store, self.cache)
+
+        # PreFilter: extended resources backed by DRA.
+        class_map = extended_resource_classes(self.store) if g.get("DRAExtendedResource") else {}
+        ext = _extended_requests(pod, class_map) if class_map else {}
+        ext_claim = self._existing_extended_claim(pod) if ext else None
+        if ext_claim is not None and (ext_claim.get("status") or {}).get("allocation"):
+            claims = claims + [ext_claim]
+            ext = {}  # already allocated for this pod: nothing to add
+
+        pending = [c for c in claims if not (c.get("status") or {}).get("allocation")]
+        allocated = [c for c in claims if (c.get("status") or {}).get("allocation")]
+        for c in pending:
+            m = self.cache.get(c)
+            for req in m.spec.requests:
+                for spec in ([req.exactly] if req.exactly else list(req.first_available)):
+                    if spec.device_class_name not in device_classes:
+                        name = f"{req.name}/{spec.name}" if req.first_available else req.name
+                        return Outcome(None, "Unschedulable", f"request {name}: device class {spec.device_class_name} does not exist",
+                                       frozenset({DRA}))
+        # Claims that cannot be used anywhere: binding failed or timed out.
+        unavailable: set[str] = set()
+        for c in allocated:
+            ready, failure = binding_state(c, now, self.binding_conditions_on)
+            if failure is not None:
+                unavailable.add(c["metadata"]["name"])
+
+        slices = slices_with_taint_rules(self.store, self.cache, g)
+        devices = {(s.driver, s.pool.name, d.name): d for s in slices for d in s.devices}
+        allocator = None
+        if pending or ext:
+            in_flight = {c["metadata"]["uid"] for c in pending}
+            state = allocated_state(self.store.list("ResourceClaim"), features, in_flight)
+            allocator = Allocator(features, device_classes, slices, state, share_ids=self.share_ids, cel_cache=self.cel_cache)
+        pending_models = [self.cache.get(c) for c in pending]
+        pod_reqs = res.pod_requests(pod)
+        all_pods = self.store.list("Pod")
+        reasons: Counter[str] = Counter()
+        plugins: set[str] = set()
+        pod_selector = pod["spec"].get("nodeSelector") or {}
+        ext_models: dict[tuple[str, ...], Any] = {}
+        for node in nodes:
+            name = node["metadata"]["name"]
+            labels = node["metadata"].get("labels") or {}
+            if any(labels.get(k) != v for k, v in pod_selector.items()):
+                reasons["node(s) didn't match Pod's node affinity/selector"] += 1
+                plugins.add(NODE_AFFINITY)
+                continue
+            node_alloc = res.allocatable(node)
+            used = res.node_requested(all_pods, name, exclude_uid=pod["metadata"]["uid"]) if node_alloc is not None else {}
+            dra_ext = [k for k in ext if k in class_map and (node_alloc is None or node_alloc.get(k, Fraction(0)) == 0)]
+            fit = res.insufficient(pod_reqs, node_alloc, used, skip=dra_ext)
+            if fit:
+                for r in fit:
+                    reasons[r] += 1
+                plugins.add(NODE_RESOURCES)
+                continue
+            # DynamicResources Filter.
+            declared = tuple((node.get("status") or {}).get("declaredFeatures") or ())
+            problem = None
+            for c in allocated:
+                sel = _node_selector_of(c)
+                skips = any(r.get("skipNodeOperations") for r in ((c["status"]["allocation"].get("devices") or {}).get("results") or []))
+                if c["metadata"]["name"] in unavailable or (sel is not None and not selector_matches(sel, name, labels)) \
+                        or (skips and OPTIONAL_NODE_OPERATIONS not in declared):
+                    problem = NOT_AVAILABLE
+                    break
+                if g.get("DRANodeAllocatableResources") and has_mapped_device(c["status"]["allocation"], devices) \
+                        and (c.get("status") or {}).get("reservedFor") and not reserved_for_pod(c, pod, workload):
+                    problem = (f"node allocatable resource claim {c['metadata']['name']} has a mapped device and cannot be "
+                               f"shared across pods")
+                    break
+            if problem is None and ext:
+                for k in ext:
+                    if k in dra_ext:
+                        continue
+                    if node_alloc is None or k not in node_alloc:
+                        problem = "cannot fit resource"
+                        break
+            if problem is not None:
+                reasons[problem] += 1
+                plugins.add(DRA)
+                continue
+            models = list(pending_models)
+            ext_spec: list[dict[str, Any]] = []
+            mappings: list[dict[str, str]] = []
+            if dra_ext:
+                key = tuple(sorted(dra_ext))
+                if key not in ext_models:
+                    ext_spec, mappings = extended_requests_and_mappings(pod, list(key), class_map)
+                    ext_models[key] = (self._extended_claim_model(pod, ext_spec) if ext_spec else None, ext_spec, mappings)
+                model, ext_spec, mappings = ext_models[key]
+                if model is not None:
+                    models.append(model)
+            results = []
+            if allocator is not None and models:
+                try:
+                    got = allocator.allocate(NodeInfo(name, labels, declared), models)
+                except NodeAllocationError as exc:
+                    reasons[str(exc)] += 1
+                    plugins.add(DRA)
+                    continue
+                except AllocationError as exc:
+                    return Outcome(None, "SchedulerError", str(exc), frozenset({DRA}))
+                if got is None:
+                    reasons["cannot allocate all claims"] += 1
+                    plugins.add(DRA)
+                    continue
+                results = got
+            new_allocs = [r.to_wire() for r in results]
+            na_statuses: list[dict[str, Any]] = []
+            if g.get("DRANodeAllocatableResources"):
+                na_statuses, problem = self._node_allocatable(pod, claims, pending, new_allocs, ext_spec, devices)
+                if problem is None:
+                    footprint = res.pod_requests(pod, dra_statuses=na_statuses)
+                    fit = res.insufficient(footprint, node_alloc, used, only=[k for k in footprint if k in ("cpu", "memory", "ephemeral-storage") or k.startswith("hugepages-")])
+                    if fit:
+                        for r in fit:
+                            reasons[r] += 1
+                        plugins.add(DRA)
+                        continue
+                    problem = self._pod_level_check(pod, na_statuses)
+                if problem is not None:
+                    reasons[problem] += 1
+                    plugins.add(DRA)
+                    continue
+            return self._prebind(pod, name, pending, new_allocs[:len(pending)], allocated,
+                                 new_allocs[len(pending)] if ext_spec and len(new_allocs) > len(pending) else None,
+                                 ext_spec, mappings, na_statuses)
+        detail = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda x: x[0]))
+        return Outcome(None, "Unschedulable", f"0/{len(nodes)} nodes are available: {detail}.", frozenset(plugins))
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _existing_extended_claim(self, pod: Mapping[str, Any]) -> dict[str, Any] | None:
+        ns = pod["metadata"].get("namespace", "")
+        for c in self.store.list("ResourceClaim", ns):
+            if (c["metadata"].get("annotations") or {}).get(EXTENDED_CLAIM_ANNOTATION) == "true":
+                owner = _controller(c)
+                if owner and owner.get("uid") == pod["metadata"]["uid"] and owner.get("name") == pod["metadata"]["name"]:
+                    return c
+        return None
+
+    def _extended_claim_model(self, pod: Mapping[str, Any], requests: list[dict[str, Any]]) -> Any:
+        obj = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+               "metadata": {"generateName": f"{pod['metadata']['name']}-extended-resources-",
+                            "namespace": pod["metadata"].get("namespace", "")},
+               "spec": {"devices": {"requests": copy.deepcopy(requests)}}}
+        return parse_object(obj)
+
+    def _node_allocatable(self, pod: dict[str, Any], claims: list[dict[str, Any]], pending: list[dict[str, Any]],
+                          new_allocs: list[dict[str, Any]], ext_spec: list[dict[str, Any]],
+                          devices: Mapping[tuple[str, str, str], Any]) -> tuple[list[dict[str, Any]], str | None]:
+        statuses = {s["name"]: s.get("resourceClaimName") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
+        by_name = {c["metadata"]["name"]: c for c in claims}
+        fresh = {c["metadata"]["name"]: a for c, a in zip(pending, new_allocs)}
+        triples: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+        for ref in pod["spec"].get("resourceClaims") or []:
+            name = ref.get("resourceClaimName") or statuses.get(ref["name"])
+            c = by_name.get(name or "")
+            if c is None:
+                continue
+            alloc = fresh.get(c["metadata"]["name"]) or (c.get("status") or {}).get("allocation")
+            if alloc:
+                triples.append((ref["name"], c, alloc))
+        return node_allocatable_statuses(pod, triples, devices)
+
+    def _pod_level_check(self, pod: Mapping[str, Any], statuses: list[dict[str, Any]]) -> str | None:
+        pod_level = (pod["spec"].get("resources") or {}).get("requests") or {}
+        if not pod_level or not statuses:
+            return None
+        spec_only = {**pod, "spec": {**pod["spec"], "resources": {}}}
+        need = res.pod_requests(spec_only, dra_statuses=statuses)
+        for k, v in pod_level.items():
+            if k in need and need[k] > res.q(v):
+                return f"pod level request for {k} is insufficient to cover the aggregated container and node-allocatable DRA requests"
+        return None
+
+    # -- PreBind / bind ----------------------------------------------------------------------
+
+    def _prebind(self, pod: dict[str, Any], node: str, pending: list[dict[str, Any]], allocs: list[dict[str, Any]],
+                 allocated: list[dict[str, Any]], ext_alloc: dict[str, Any] | None, ext_spec: list[dict[str, Any]],
+                 mappings: list[dict[str, str]], na_statuses: list[dict[str, Any]]) -> Outcome:
+        g = self.gates
+        workload = bool(g.get("DRAWorkloadResourceClaims"))
+        ns = pod["metadata"].get("namespace", "")
+        stamp = self.clock.stamp()
+        touched: list[str] = []
+        for claim, alloc in zip(pending, allocs):
+            c = self.store.get("ResourceClaim", claim["metadata"]["name"], ns)
+            assert c is not None
+            c.setdefault("status", {})["allocation"] = alloc
+            self._reserve(c, binding_for(self.store, pod, c, g), stamp)
+            self.store.update(c)
+            touched.append(c["metadata"]["name"])
+        for claim in allocated:
+            if reserved_for_pod(claim, pod, workload):
+                continue
+            c = self.store.get("ResourceClaim", claim["metadata"]["name"], ns)
+            assert c is not None
+            self._reserve(c, binding_for(self.store, pod, c, g), stamp)
+            self.store.update(c)
+            touched.append(c["metadata"]["name"])
+        ext_name = None
+        if ext_alloc is not None:
+            ext_name = self._create_extended_claim(pod, ext_spec, ext_alloc, stamp)
+            touched.append(ext_name)
+        p = self.store.get("Pod", pod["metadata"]["name"], ns)
+        assert p is not None
+        changed = False
+        if ext_name is not None:
+            p.setdefault("status", {})["extendedResourceClaimStatus"] = {"requestMappings": mappings, "resourceClaimName": ext_name}
+            changed = True
+        if na_statuses:
+            p.setdefault("status", {})["nodeAllocatableResourceClaimStatuses"] = na_statuses
+            changed = True
+        if changed:
+            self.store.update(p)
+        names = [c["metadata"]["name"] for c in pending + allocated] + ([ext_name] if ext_name else [])
+        if self.binding_conditions_on and any(self._has_binding_conditions(n, ns) for n in names):
+            self.waiting[p["metadata"]["uid"]] = Waiting(node, names, ext_name, stamp, touched)
+            self.store.record("Normal", "BindingConditionsPending", p, f"waiting for binding conditions for device on node {node}")
+            outcome = self.check_waiting(p["metadata"]["uid"])
+            return outcome or Outcome(None, waiting=True)
+        self.bind(p, node)
+        return Outcome(node)
+
+    def _has_binding_conditions(self, claim: str, ns: str) -> bool:
+        c = self.store.peek("ResourceClaim", claim, ns)
+        alloc = ((c or {}).get("status") or {}).get("allocation") or {}
+        return any(r.get("bindingConditions") for r in (alloc.get("devices") or {}).get("results") or [])
+
+    def _reserve(self, claim: dict[str, Any], ref: dict[str, str], stamp: str) -> bool:
+        st = claim.setdefault("status", {})
+        reserved = st.setdefault("reservedFor", [])
+        fins = claim["metadata"].setdefault("finalizers", [])
+        if FINALIZER not in fins:
+            fins.append(FINALIZER)
+        if self.binding_conditions_on and st.get("allocation") and not st["allocation"].get("allocationTimestamp"):
+            st["allocation"]["allocationTimestamp"] = stamp
+        if any(r.get("uid") == ref["uid"] for r in reserved):
+            return False
+        reserved.append(dict(ref))
+        return True
+
+    def _create_extended_claim(self, pod: dict[str, Any], spec: list[dict[str, Any]], alloc: dict[str, Any], stamp: str) -> str:
+        ns = pod["metadata"].get("namespace", "")
+        base = f"{pod['metadata']['name']}-extended-resources-"
+        digest = hashlib.sha256(f"{pod['metadata']['uid']}/extended".encode()).hexdigest()
+        claim = {
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": base + name_suffix(digest), "generateName": base, "namespace": ns,
+                         "annotations": {EXTENDED_CLAIM_ANNOTATION: "true"},
+                         "finalizers": [FINALIZER],
+                         "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": pod["metadata"]["name"],
+                                              "uid": pod["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]},
+            "spec": {"devices": {"requests": copy.deepcopy(spec)}},
+        }
+        created = self.store.create(claim)
+        c = self.store.get("ResourceClaim", created["metadata"]["name"], ns)
+        assert c is not None
+        c["status"] = {"allocation": alloc}
+        self._reserve(c, {"resource": "pods", "name": pod["metadata"]["name"], "uid": pod["metadata"]["uid"]}, stamp)
+        self.store.update(c)
+        return str(c["metadata"]["name"])
+
+    def bind(self, pod: dict[str, Any], node: str) -> None:
+        p = self.store.get("Pod", pod["metadata"]["name"], pod["metadata"].get("namespace"))
+        assert p is not None
+        p["spec"]["nodeName"] = node
+        set_condition(p, "PodScheduled", "True", None, None)
+        self.store.update(p)
+        self.store.record("Normal", "Scheduled", p, f"Successfully assigned {p['metadata'].get('namespace')}/{p['metadata']['name']} to {node}")
+
+    # -- binding conditions ------------------------------------------------------------------
+
+    def check_waiting(self, uid: str) -> Outcome | None:
+        """Poll one waiting pod: bind it when every binding condition is True, fail PreBind
+        (unreserve, error) on a failure condition or timeout, else keep waiting (None)."""
+        w = self.waiting.get(uid)
+        if w is None:
+            return None
+        pod = next((p for p in self.store.list("Pod") if p["metadata"]["uid"] == uid), None)
+        if pod is None:
+            del self.waiting[uid]
+            return None
+        ns = pod["metadata"].get("namespace", "")
+        now = self.clock.now()
+        for name in w.claims:
+            c = self.store.peek("ResourceClaim", name, ns)
+            if c is None:
+                return self._prebind_failed(pod, w, f'resourceclaim.resource.k8s.io "{name}" not found')
+            ready, failure = binding_state(c, now, self.binding_conditions_on)
+            if failure is not None:
+                return self._prebind_failed(pod, w, failure)
+            if not ready:
+                if parse_time(w.since) + BINDING_TIMEOUT <= now:  # the PreBind poll itself gives up
+                    return self._prebind_failed(pod, w, "device binding timeout: context deadline exceeded")
+                return None
+        del self.waiting[uid]
+        self.bind(pod, w.node)
+        return Outcome(w.node)
+
+    def _prebind_failed(self, pod: dict[str, Any], w: Waiting, error: str) -> Outcome:
+        """Unreserve: take the pod out of ``reservedFor`` of the claims it reserved, delete the
+        extended-resource claim, clear node-allocatable status; the pod goes to backoff."""
+        del self.waiting[pod["metadata"]["uid"]]
+        ns = pod["metadata"].get("namespace", "")
+        uid = pod["metadata"]["uid"]
+        for name in w.reserved:
+            c = self.store.get("ResourceClaim", name, ns)
+            if c is None:
+                continue
+            reserved = (c.get("status") or {}).get("reservedFor") or []
+            if any(r.get("uid") == uid for r in reserved):
+                c["status"]["reservedFor"] = [r for r in reserved if r.get("uid") != uid]
+                if not c["status"]["reservedFor"]:
+                    del c["status"]["reservedFor"]
+                self.store.update(c)
+        if w.extended_claim:
+            c = self.store.get("ResourceClaim", w.extended_claim, ns)
+            if c is not None:
+                c["metadata"]["finalizers"] = [f for f in c["metadata"].get("finalizers") or [] if f != FINALIZER]
+                c["metadata"]["deletionTimestamp"] = self.clock.stamp()
+                c.get("status", {}).pop("reservedFor", None)
+                self.store.update(c)
+        p = self.store.get("Pod", pod["metadata"]["name"], ns)
+        assert p is not None
+        st = p.get("status") or {}
+        if st.pop("extendedResourceClaimStatus", None) is not None or st.pop("nodeAllocatableResourceClaimStatuses", None) is not None:
+            self.store.update(p)
+        return Outcome(None, "SchedulerError", f'running PreBind plugin "DynamicResources": {error}', frozenset({DRA}))
+
+
 def schedule(store: ObjectStore, cache: ParsedCache, pod: dict[str, Any], gates: Mapping[str, bool],
-             cel_cache: SelectorCache, share_ids: Any) -> Outcome:
-    claims, problem = resolve_claims(store, pod)
-    if claims is None:
-        return Outcome(None, "Unschedulable", problem)
-    nodes = sorted(store.list("Node"), key=lambda n: n["metadata"]["name"])
-    if not nodes:
-        return Outcome(None, "Unschedulable", "0/0 nodes are available: no nodes available to schedule pods.")
-    features = Features.from_gates(gates)
-    pending = [c for c in claims if not (c.get("status") or {}).get("allocation")]
-    allocated = [c for c in claims if (c.get("status") or {}).get("allocation")]
-    device_classes = classes(store, cache)
-    pending_models = [cache.get(c) for c in pending]
-    for m in pending_models:
-        for req in m.spec.requests:
-            for spec in ([req.exactly] if req.exactly else list(req.first_available)):
-                if spec.device_class_name not in device_classes:
-                    name = f"{req.name}/{spec.name}" if req.first_available else req.name
-                    return Outcome(None, "Unschedulable", f"request {name}: device class {spec.device_class_name} does not exist")
-    allocator = None
-    if pending:
-        in_flight = {c["metadata"]["uid"] for c in pending}
-        state = allocated_state(store.list("ResourceClaim"), features, in_flight)
-        allocator = Allocator(features, device_classes, slices_with_taint_rules(store, cache, gates), state,
-                              share_ids=share_ids, cel_cache=cel_cache)
-    reasons: Counter[str] = Counter()
-    pod_selector = pod["spec"].get("nodeSelector") or {}
-    for node in nodes:
-        name = node["metadata"]["name"]
-        labels = node["metadata"].get("labels") or {}
-        if any(labels.get(k) != v for k, v in pod_selector.items()):
-            reasons["node(s) didn't match Pod's node affinity/selector"] += 1
-            continue
-        if any((sel := _node_selector_of(c)) is not None and not selector_matches(sel, name, labels) for c in allocated):
-            reasons["resourceclaim not available on the node"] += 1
-            continue
-        results = None
-        if allocator is not None:
-            try:
-                declared = tuple((node.get("status") or {}).get("declaredFeatures") or ())
-                results = allocator.allocate(NodeInfo(name, labels, declared), pending_models)
-            except NodeAllocationError as exc:
-                reasons[str(exc)] += 1
-                continue
-            except AllocationError as exc:
-                return Outcome(None, "SchedulerError", str(exc))
-            if results is None:
-                reasons["cannot allocate all claims"] += 1
-                continue
-        _bind(store, pod, name, pending, results or [], allocated)
-        return Outcome(name)
-    detail = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda x: x[0]))
-    return Outcome(None, "Unschedulable", f"0/{len(nodes)} nodes are available: {detail}.")
-
-
-def _bind(store: ObjectStore, pod: dict[str, Any], node: str, pending: list[dict[str, Any]], results: list[Any],
-          allocated: list[dict[str, Any]]) -> None:
-    ref = {"resource": "pods", "name": pod["metadata"]["name"], "uid": pod["metadata"]["uid"]}
-    for claim, result in zip(pending, results):
-        c = store.get("ResourceClaim", claim["metadata"]["name"], claim["metadata"].get("namespace"))
-        assert c is not None
-        c.setdefault("status", {})["allocation"] = result.to_wire()
-        _reserve(c, ref)
-        store.update(c)
-    for claim in allocated:
-        c = store.get("ResourceClaim", claim["metadata"]["name"], claim["metadata"].get("namespace"))
-        assert c is not None
-        if _reserve(c, ref):
-            store.update(c)
-    p = store.get("Pod", pod["metadata"]["name"], pod["metadata"].get("namespace"))
-    assert p is not None
-    p["spec"]["nodeName"] = node
-    set_condition(p, "PodScheduled", "True", None, None)
-    store.update(p)
-    store.record("Normal", "Scheduled", p, f"Successfully assigned {p['metadata'].get('namespace')}/{p['metadata']['name']} to {node}")
-
-
-def _reserve(claim: dict[str, Any], ref: dict[str, str]) -> bool:
-    st = claim.setdefault("status", {})
-    reserved = st.setdefault("reservedFor", [])
-    fins = claim["metadata"].setdefault("finalizers", [])
-    if FINALIZER not in fins:
-        fins.append(FINALIZER)
-    if any(r.get("uid") == ref["uid"] for r in reserved):
-        return False
-    reserved.append(dict(ref))
-    return True
+             cel_cache: SelectorCache, share_ids: Any, clock: Clock | None = None) -> Outcome:
+    """One attempt for one pod (kept for callers of the earlier function API)."""
+    return MiniScheduler(store, cache, gates, clock or Clock(), cel_cache, share_ids).attempt(pod)
 
 
 def set_condition(pod: dict[str, Any], ctype: str, status: str, reason: str | None, message: str | None) -> bool:

@@ -49,7 +49,9 @@ def slices_with_taint_rules(store: ObjectStore, cache: ParsedCache, gates: Mappi
         return slices
     out = []
     for s in slices:
-        matching = [r for r in rules if (r.driver is None or r.driver == s.driver) and (r.pool is None or r.pool == s.pool.name)]
+        # A rule without spec.deviceSelector selects nothing (1.37.2 slice tracker).
+        matching = [r for r in rules if r.has_selector and (r.driver is None or r.driver == s.driver)
+                    and (r.pool is None or r.pool == s.pool.name)]
         if not matching:
             out.append(s)
             continue
@@ -87,3 +89,28 @@ def allocated_state(claims: list[dict[str, Any]], features: Features, skip: set[
 
 def claim_model(cache: ParsedCache, obj: dict[str, Any]) -> ResourceClaim:
     return cache.get(obj)
+
+
+DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
+
+
+def extended_resource_classes(store: ObjectStore) -> dict[str, str]:
+    """Extended-resource name -> DeviceClass name, as the scheduler's class resolver sees it:
+    every class under ``deviceclass.resource.kubernetes.io/<class>``, plus its
+    ``spec.extendedResourceName``; when several classes claim one name the newest
+    (creationTimestamp) wins, ties going to the lexicographically smallest class name."""
+    out: dict[str, str] = {}
+    claimed: dict[str, tuple[str, str]] = {}
+    for c in store.list("DeviceClass"):
+        name = c["metadata"]["name"]
+        out[DEVICE_CLASS_PREFIX + name] = name
+        ext = (c.get("spec") or {}).get("extendedResourceName")
+        if not ext:
+            continue
+        ts = c["metadata"].get("creationTimestamp") or ""
+        have = claimed.get(ext)
+        if have is None or ts > have[0] or (ts == have[0] and name < have[1]):
+            claimed[ext] = (ts, name)
+    for ext, (_, name) in claimed.items():
+        out[ext] = name
+    return out

@@ -7,12 +7,16 @@ import copy
 import hashlib
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 Key = tuple[str, str, str]  # (kind, namespace or "", name)
 
-# The store's clock: creation timestamps are derived from a counter so runs are reproducible.
+# Without a clock, creation timestamps are derived from a counter so runs are reproducible.
 _EPOCH = "2026-01-01T00:00:{:02d}Z"
+
+# A watcher sees every change: (kind, old object or None, new object or None). The objects are
+# the stored ones: watchers must not mutate them.
+Watcher = Callable[[str, "dict[str, Any] | None", "dict[str, Any] | None"], None]
 
 
 class NotFound(KeyError):
@@ -45,6 +49,13 @@ class ObjectStore:
     _seq: Iterator[int] = field(default_factory=lambda: itertools.count(0))
     revision: int = 0
     order: dict[Key, int] = field(default_factory=dict)  # creation sequence, for list order
+    clock: Callable[[], str] | None = None  # RFC 3339 "now" for creationTimestamp, when set
+    watchers: list[Watcher] = field(default_factory=list)
+    tombstones: dict[Key, dict[str, Any]] = field(default_factory=dict)  # last state of deleted objects
+
+    def _notify(self, kind: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        for w in list(self.watchers):
+            w(kind, old, new)
 
     @staticmethod
     def key(kind: str, name: str, namespace: str | None) -> Key:
@@ -66,10 +77,13 @@ class ObjectStore:
             raise Conflict(f'{obj["kind"]} "{meta["name"]}" already exists')
         seq = next(self._seq)
         meta["uid"] = str(_uid(key, seq))
-        meta["creationTimestamp"] = meta.get("creationTimestamp") or _EPOCH.format(seq % 60)
+        meta["creationTimestamp"] = meta.get("creationTimestamp") or (
+            self.clock() if self.clock is not None else _EPOCH.format(seq % 60))
         self.order[key] = seq
         self._stamp(obj)
         self.objects[key] = obj
+        self.tombstones.pop(key, None)
+        self._notify(obj["kind"], None, obj)
         return copy.deepcopy(obj)
 
     def update(self, obj: dict[str, Any]) -> dict[str, Any]:
@@ -82,7 +96,9 @@ class ObjectStore:
         for k in ("uid", "creationTimestamp"):
             obj["metadata"][k] = old[k]
         self._stamp(obj)
+        previous = self.objects[key]
         self.objects[key] = obj
+        self._notify(obj["kind"], previous, obj)
         return copy.deepcopy(obj)
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
@@ -99,7 +115,10 @@ class ObjectStore:
             raise NotFound(key)
         self.revision = next(self._rv)
         self.order.pop(key, None)
-        return self.objects.pop(key)
+        gone = self.objects.pop(key)
+        self.tombstones[key] = gone
+        self._notify(kind, gone, None)
+        return gone
 
     def list(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
         """Objects of a kind in creation order (shallow view; callers must not mutate)."""

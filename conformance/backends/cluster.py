@@ -29,8 +29,10 @@ API_VERSIONS = {
     "DeviceClass": "resource.k8s.io/v1", "ResourceClaim": "resource.k8s.io/v1",
     "ResourceClaimTemplate": "resource.k8s.io/v1", "ResourceSlice": "resource.k8s.io/v1",
     "DeviceTaintRule": "resource.k8s.io/v1", "Pod": "v1", "Node": "v1", "Namespace": "v1", "Event": "v1",
+    "ResourcePoolStatusRequest": "resource.k8s.io/v1alpha3", "PodGroup": "scheduling.k8s.io/v1beta1",
+    "Workload": "scheduling.k8s.io/v1beta1",
 }
-NAMESPACED = {"ResourceClaim", "ResourceClaimTemplate", "Pod", "Event"}
+NAMESPACED = {"ResourceClaim", "ResourceClaimTemplate", "Pod", "Event", "PodGroup", "Workload"}
 CLEANUP_TIMEOUT = 60.0
 
 
@@ -72,6 +74,11 @@ class KubeApi:
 
     def replace(self, obj: dict[str, Any]) -> dict[str, Any]:
         res = self.resource(obj["apiVersion"], obj["kind"])
+        ns = obj["metadata"].get("namespace")
+        return self._call(lambda: res.replace(body=obj, namespace=ns, field_validation="Strict"), obj)
+
+    def replace_status(self, obj: dict[str, Any]) -> dict[str, Any]:
+        res = self.resource(obj["apiVersion"], obj["kind"]).subresources["status"]
         ns = obj["metadata"].get("namespace")
         return self._call(lambda: res.replace(body=obj, namespace=ns, field_validation="Strict"), obj)
 
@@ -168,6 +175,18 @@ class ClusterSession:
         if "status" in existing:
             obj.setdefault("status", existing["status"])
         return self.api.replace(obj)
+
+    def update_status(self, kind: str, name: str, status: dict[str, Any]) -> dict[str, Any]:
+        """Replace the object's status through the status subresource, as a driver does."""
+        obj = self.api.get(kind, name, self._ns(kind))
+        if obj is None:
+            raise KeyError(f'{kind} "{name}" not found')
+        obj["status"] = status
+        return self.api.replace_status(obj)
+
+    def advance(self, seconds: float) -> None:
+        """A real cluster has a real clock: wait."""
+        time.sleep(seconds)
 
     def delete(self, kind: str, name: str) -> None:
         if not self.api.delete(kind, name, self._ns(kind)):

@@ -427,6 +427,10 @@ class MiniScheduler:
         plugins: set[str] = set()
         pod_selector = pod["spec"].get("nodeSelector") or {}
         ext_models: dict[tuple[str, ...], Any] = {}
+        # DynamicResources Score: with prioritized lists, prefer the node where earlier alternatives
+        # fit; every feasible node is then evaluated (ties go to the first in name order).
+        scoring = any(req.first_available for m in pending_models for req in m.spec.requests)
+        best: tuple[int, tuple[Any, ...]] | None = None
         for node in nodes:
             name = node["metadata"]["name"]
             labels = node["metadata"].get("labels") or {}
@@ -512,9 +516,16 @@ class MiniScheduler:
                     reasons[problem] += 1
                     plugins.add(DRA)
                     continue
-            return self._prebind(pod, name, pending, new_allocs[:len(pending)], allocated,
-                                 new_allocs[len(pending)] if ext_spec and len(new_allocs) > len(pending) else None,
-                                 ext_spec, mappings, na_statuses)
+            args = (pod, name, pending, new_allocs[:len(pending)], allocated,
+                    new_allocs[len(pending)] if ext_spec and len(new_allocs) > len(pending) else None,
+                    ext_spec, mappings, na_statuses)
+            if not scoring:
+                return self._prebind(*args)
+            score = prioritized_list_score(pending_models, results[:len(pending)])
+            if best is None or score > best[0]:
+                best = (score, args)
+        if best is not None:
+            return self._prebind(*best[1])
         detail = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda x: x[0]))
         return Outcome(None, "Unschedulable", f"0/{len(nodes)} nodes are available: {detail}.", frozenset(plugins))
 
@@ -724,6 +735,23 @@ def schedule(store: ObjectStore, cache: ParsedCache, pod: dict[str, Any], gates:
              cel_cache: SelectorCache, share_ids: Any, clock: Clock | None = None) -> Outcome:
     """One attempt for one pod (kept for callers of the earlier function API)."""
     return MiniScheduler(store, cache, gates, clock or Clock(), cel_cache, share_ids).attempt(pod)
+
+
+MAX_SUBREQUESTS = 8
+
+
+def prioritized_list_score(claims: list[Any], results: list[Any]) -> int:
+    """Upstream's DynamicResources score: per firstAvailable request, 8 minus the index of the
+    chosen alternative, summed over the pod's claims."""
+    score = 0
+    for claim, result in zip(claims, results):
+        chosen = {d.request for d in result.devices}
+        for req in claim.spec.requests:
+            for i, sub in enumerate(req.first_available):
+                if f"{req.name}/{sub.name}" in chosen:
+                    score += MAX_SUBREQUESTS - i
+                    break
+    return score
 
 
 def set_condition(pod: dict[str, Any], ctype: str, status: str, reason: str | None, message: str | None) -> bool:

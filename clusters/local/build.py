@@ -149,8 +149,9 @@ def go_env() -> dict[str, str]:
     env.setdefault("GOTOOLCHAIN", "local")
     env["CGO_ENABLED"] = "0"
     # The committed go.sum must be complete; never let the build rewrite go.mod.
-    flags = [f for f in env.get("GOFLAGS", "").split() if not f.startswith("-mod=")]
-    env["GOFLAGS"] = " ".join(flags + ["-mod=readonly"])
+    # Setting GOFLAGS in the environment hides a GOFLAGS from 'go env -w': state what matters.
+    flags = [f for f in env.get("GOFLAGS", "").split() if not f.startswith(("-mod=", "-buildvcs"))]
+    env["GOFLAGS"] = " ".join(flags + ["-mod=readonly", "-buildvcs=false"])
     return env
 
 

@@ -1,0 +1,154 @@
+"""``drakit cluster ...``: build, start, stop and inspect a cluster provider.
+
+Wire into the top-level parser with::
+
+    cluster_cli.add_parsers(sub)            # sub = parser.add_subparsers(dest="command")
+    if args.command == "cluster":
+        return cluster_cli.run(args)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+PROVIDERS = ("local",)
+
+
+def add_parsers(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+    cl = subparsers.add_parser("cluster", help="build, start, stop or inspect a test cluster (provider: local)")
+    sub = cl.add_subparsers(dest="cluster_command", required=True)
+
+    b = sub.add_parser("build", help="build the local control plane binaries (Go needed; cached outside the repo)")
+    b.add_argument("--force", action="store_true", help="rebuild even when the cached binaries are current")
+
+    up = sub.add_parser("up", help="start a cluster and print its kubeconfig")
+    up.add_argument("--provider", default="local", choices=PROVIDERS)
+    up.add_argument("--feature-gates", default="", help="gates on top of the default (every DRA gate on), A=true,B=false")
+    up.add_argument("--no-dra-gates", action="store_true", help="start from the binaries' default gates, not all DRA gates on")
+    up.add_argument("--run-dir", default=None, help="where certificates, logs and state go (default: per-user temp dir)")
+    up.add_argument(
+        "--stage-set",
+        default="on-bind",
+        choices=("on-bind", "prepared"),
+        help="kwok pod behaviour: Running on bind, or Running once the node agent marks claims prepared",
+    )
+    up.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for each component (default: 180)")
+
+    down = sub.add_parser("down", help="stop a cluster started with 'cluster up' and remove its run dir")
+    down.add_argument("--run-dir", default=None)
+    down.add_argument("--keep-logs", action="store_true", help="keep the run dir's logs/ folder")
+
+    st = sub.add_parser("status", help="show binaries and whether a cluster is running")
+    st.add_argument("--run-dir", default=None)
+    st.add_argument("--json", action="store_true")
+    return cl  # type: ignore[no-any-return,unused-ignore]
+
+
+def run(args: argparse.Namespace) -> int:
+    cmd = args.cluster_command
+    try:
+        if cmd == "build":
+            return _build(args)
+        if cmd == "up":
+            return _up(args)
+        if cmd == "down":
+            return _down(args)
+        if cmd == "status":
+            return _status(args)
+    except KeyboardInterrupt:
+        print("drakit cluster: interrupted", file=sys.stderr)
+        return 130
+    print(f"drakit cluster: unknown command {cmd!r}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _err(msg: str) -> int:
+    print(f"drakit cluster: error: {msg}", file=sys.stderr)
+    return EXIT_FAILED
+
+
+def _build(args: argparse.Namespace) -> int:
+    from clusters.local import build
+
+    try:
+        build.build(force=args.force, progress=lambda m: print(m, flush=True))
+    except build.BuildError as e:
+        return _err(str(e))
+    return EXIT_OK
+
+
+def _up(args: argparse.Namespace) -> int:
+    from clusters.local import gates, launcher
+
+    try:
+        requested = gates.parse_gate_string(args.feature_gates)
+    except gates.GateError as e:
+        print(f"drakit cluster: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    launcher.install_sigterm_as_exit()
+    cluster = launcher.LocalCluster(
+        args.run_dir,
+        requested,
+        dra_gates=not args.no_dra_gates,
+        stage_set=args.stage_set,
+        detached=True,
+        timeout=args.timeout,
+        progress=lambda m: print(f"cluster: {m}", flush=True),
+    )
+    try:
+        cluster.up()
+    except (launcher.ClusterError, gates.GateError) as e:
+        return _err(str(e))
+    on = sorted(n for n, v in cluster.gates.get("kube-apiserver", {}).items() if v)
+    print(f"feature gates on: {', '.join(on) or '(defaults)'}")
+    print(f"API server: {cluster.server}")
+    print(f"logs: {cluster.logs_dir}")
+    print(f"kubeconfig: {cluster.kubeconfig}")
+    print(f"export KUBECONFIG={shlex.quote(str(cluster.kubeconfig))}")
+    rd = "" if args.run_dir is None else f" --run-dir {shlex.quote(str(args.run_dir))}"
+    print(f"stop with: drakit cluster down{rd}")
+    return EXIT_OK
+
+
+def _down(args: argparse.Namespace) -> int:
+    from clusters.local import launcher
+
+    try:
+        cluster = launcher.LocalCluster.attach(args.run_dir, progress=lambda m: print(f"cluster: {m}", flush=True))
+    except launcher.ClusterError as e:
+        print(f"drakit cluster: nothing to stop: {e}")
+        return EXIT_OK
+    cluster.keep_run_dir = args.keep_logs
+    cluster.down()
+    print(f"stopped; removed {cluster.run_dir}" + (" (logs kept)" if args.keep_logs else ""))
+    return EXIT_OK
+
+
+def _status(args: argparse.Namespace) -> int:
+    from clusters.local import build, launcher
+
+    out: dict[str, object] = {"bin_dir": str(build.bin_dir()), "missing_binaries": build.missing_binaries()}
+    run_dir = Path(args.run_dir) if args.run_dir else launcher.default_run_dir()
+    try:
+        out["cluster"] = launcher.LocalCluster.attach(run_dir).status()
+    except launcher.ClusterError:
+        out["cluster"] = None
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return EXIT_OK
+    missing = out["missing_binaries"]
+    print(f"binaries: {out['bin_dir']} ({'missing: ' + ', '.join(missing) if missing else 'all present'})")  # type: ignore[arg-type]
+    c = out["cluster"]
+    if not c:
+        print(f"cluster: none running in {run_dir}")
+        return EXIT_OK
+    assert isinstance(c, dict)
+    alive = ", ".join(f"{n}{'' if p['alive'] else ' (dead)'}" for n, p in c["processes"].items())
+    print(f"cluster: {run_dir}: {'ready' if c['apiserver_ready'] else 'NOT ready'}; processes: {alive}")
+    print(f"export KUBECONFIG={shlex.quote(str(c['kubeconfig']))}")
+    return EXIT_OK

@@ -1,0 +1,217 @@
+"""Process groups, free ports and the run-dir state file of the local control plane.
+
+Each component runs in its own session (so its own process group, pgid == pid); teardown
+signals the whole group.  A process is identified by pid *and* its start time from
+``/proc/<pid>/stat``, so a recycled pid is never signalled.  Linux only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+STATE_FILE = "state.json"
+
+
+@dataclass(frozen=True, slots=True)
+class ProcInfo:
+    name: str
+    pid: int
+    start_ticks: int
+    exe: str
+    log: str
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # comm may contain spaces and parentheses: split after the last ')'.
+    rest = raw[raw.rfind(")") + 2 :].split()
+    return rest  # rest[0] is state (field 3), rest[19] is starttime (field 22)
+
+
+def start_ticks(pid: int) -> int | None:
+    f = _stat_fields(pid)
+    return int(f[19]) if f and len(f) > 19 else None
+
+
+def is_alive(pid: int, ticks: int | None = None) -> bool:
+    """Running (not a zombie) and, when ``ticks`` is given, the very same process."""
+    f = _stat_fields(pid)
+    if not f or f[0] in ("Z", "X"):
+        return False
+    return ticks is None or int(f[19]) == ticks
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes in process group ``pgid``."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        f = _stat_fields(int(entry.name))
+        if f and len(f) > 2 and int(f[2]) == pgid and f[0] not in ("Z", "X"):
+            out.append(int(entry.name))
+    return out
+
+
+def info_alive(p: ProcInfo) -> bool:
+    return is_alive(p.pid, p.start_ticks)
+
+
+def _pdeathsig() -> None:  # runs in the child between fork and exec
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def spawn(
+    name: str,
+    argv: Sequence[str],
+    log: Path,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    die_with_parent: bool = False,
+) -> tuple[subprocess.Popen[bytes], ProcInfo]:
+    """Start ``argv`` in a new session with stdout+stderr to ``log``."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as fh:
+        fh.write(f"# {time.strftime('%Y-%m-%dT%H:%M:%S')} {' '.join(argv)}\n".encode())
+        fh.flush()
+        proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+            start_new_session=True,
+            preexec_fn=_pdeathsig if die_with_parent else None,
+        )
+    ticks = start_ticks(proc.pid) or 0
+    return proc, ProcInfo(name, proc.pid, ticks, argv[0], str(log))
+
+
+def stop(
+    procs: Sequence[ProcInfo],
+    timeout: float = 15.0,
+    popen: Mapping[int, subprocess.Popen[bytes]] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[str]:
+    """SIGTERM each process group in order, then SIGKILL what is left; return names killed hard."""
+    popen = popen or {}
+    hard: list[str] = []
+    for p in procs:
+        if not info_alive(p):
+            _reap(popen.get(p.pid))
+            continue
+        _killpg(p.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and info_alive(p):
+            _reap(popen.get(p.pid), 0.1)
+            time.sleep(0.05)
+        if info_alive(p):
+            hard.append(p.name)
+            if progress:
+                progress(f"{p.name} (pid {p.pid}) ignored SIGTERM for {timeout:.0f} s; killing")
+            _killpg(p.pid, signal.SIGKILL)
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and info_alive(p):
+                time.sleep(0.05)
+        _killpg(p.pid, signal.SIGKILL)  # stragglers in the group, if any
+        _reap(popen.get(p.pid), 1.0)
+    return hard
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _reap(proc: subprocess.Popen[bytes] | None, timeout: float = 0.0) -> None:
+    if proc is None:
+        return
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
+    """``n`` distinct ports the kernel reports free right now."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((host, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def listening_ports() -> set[int]:
+    """TCP ports in LISTEN state on this host (IPv4 and IPv6)."""
+    ports: set[int] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            parts = line.split()
+            if len(parts) > 3 and parts[3] == "0A":
+                ports.add(int(parts[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def port_listening(port: int, host: str = "127.0.0.1") -> bool:
+    if Path("/proc/net/tcp").exists():
+        return port in listening_ports()
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex((host, port)) == 0
+
+
+def write_state(run_dir: Path, state: Mapping[str, Any]) -> None:
+    tmp = run_dir / (STATE_FILE + ".tmp")
+    tmp.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, run_dir / STATE_FILE)
+
+
+def read_state(run_dir: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((run_dir / STATE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def procs_from_state(state: Mapping[str, Any]) -> list[ProcInfo]:
+    out = []
+    for d in state.get("processes", []):
+        try:
+            out.append(ProcInfo(str(d["name"]), int(d["pid"]), int(d["start_ticks"]), str(d["exe"]), str(d["log"])))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out
+
+
+def procs_to_state(procs: Sequence[ProcInfo]) -> list[dict[str, Any]]:
+    return [asdict(p) for p in procs]

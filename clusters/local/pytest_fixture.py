@@ -1,0 +1,66 @@
+"""pytest fixtures for the local control plane.
+
+Use from a conftest.py::
+
+    from clusters.local.pytest_fixture import local_cluster, local_cluster_factory  # noqa: F401
+
+``local_cluster`` is one cluster per session (every DRA gate on, stage set "on-bind").
+``local_cluster_factory(**kwargs)`` starts extra clusters (e.g. ``stage_set="prepared"``)
+torn down at the end of the test.  Both skip with the reason when the binaries are not built.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from clusters.local import build
+from clusters.local.launcher import LocalCluster
+
+
+def skip_reason() -> str | None:
+    """Why the local cluster cannot run here, or None."""
+    missing = build.missing_binaries()
+    if missing:
+        return (
+            f"local control plane binaries not built ({', '.join(missing)} missing or wrong in "
+            f"{build.bin_dir()}); run 'drakit cluster build'"
+        )
+    return None
+
+
+def _progress(msg: str) -> None:
+    if os.environ.get("DRAKIT_CLUSTER_VERBOSE"):
+        print(f"[local-cluster] {msg}", flush=True)
+
+
+@pytest.fixture(scope="session")
+def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
+    with LocalCluster(tmp_path_factory.mktemp("local-cluster"), progress=_progress) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def local_cluster_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., LocalCluster]]:
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
+    started: list[LocalCluster] = []
+
+    def make(**kwargs: Any) -> LocalCluster:
+        kwargs.setdefault("progress", _progress)
+        c = LocalCluster(tmp_path_factory.mktemp("local-cluster"), **kwargs)
+        started.append(c)
+        return c.up()
+
+    try:
+        yield make
+    finally:
+        for c in reversed(started):
+            c.down()

@@ -1,0 +1,148 @@
+"""Process groups, stale run dirs and the build cache logic, with stand-in processes (no binaries)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from clusters.local import build, procs
+from clusters.local.launcher import MARKER, ClusterError, LocalCluster
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc (Linux)")
+
+
+def _sleeper(tmp_path: Path, name: str = "etcd", detached: bool = True) -> procs.ProcInfo:
+    _, info = procs.spawn(name, ["sleep", "300"], tmp_path / "logs" / f"{name}.log", die_with_parent=not detached)
+    return info
+
+
+def test_spawn_and_stop_process_group(tmp_path):
+    popen, info = procs.spawn("sh", ["sh", "-c", "sleep 300 & sleep 300"], tmp_path / "sh.log")
+    time.sleep(0.2)
+    assert procs.info_alive(info)
+    assert os.getpgid(info.pid) == info.pid  # own group
+    hard = procs.stop([info], timeout=5, popen={popen.pid: popen})
+    assert hard == []
+    assert not procs.info_alive(info)
+    # the background child of the group is gone too
+    assert procs.group_members(info.pid) == []
+
+
+def test_recycled_pid_is_not_signalled():
+    me = os.getpid()
+    assert procs.is_alive(me, procs.start_ticks(me))
+    assert not procs.is_alive(me, (procs.start_ticks(me) or 0) + 1)
+
+
+def test_free_ports_are_distinct_and_unused():
+    ports = procs.free_ports(6)
+    assert len(set(ports)) == 6
+    assert not any(procs.port_listening(p) for p in ports)
+
+
+def _write_stale_state(run_dir: Path, info: procs.ProcInfo, detached: bool) -> None:
+    run_dir.mkdir(exist_ok=True)
+    (run_dir / MARKER).write_text("x")
+    (run_dir / "pki").mkdir()
+    (run_dir / "pki" / "ca.key").write_text("secret")
+    procs.write_state(
+        run_dir,
+        {
+            "owner": {"pid": 2**22 + 12345, "start_ticks": 1},  # a pid that is not running
+            "detached": detached,
+            "created_dir": True,
+            "processes": procs.procs_to_state([info]),
+            "ports": {},
+        },
+    )
+
+
+def test_stale_run_dir_of_killed_run_is_cleaned(tmp_path):
+    run_dir = tmp_path / "run"
+    info = _sleeper(tmp_path)
+    _write_stale_state(run_dir, info, detached=False)
+    c = LocalCluster(run_dir, bin_dir=tmp_path / "nobin")
+    c._prepare_run_dir()
+    assert not procs.info_alive(info)
+    assert not (run_dir / "pki").exists()
+    assert (run_dir / MARKER).exists()
+    c.down()
+    assert not run_dir.exists()  # created by the first run: removed entirely
+
+
+def test_running_detached_cluster_is_not_clobbered(tmp_path):
+    run_dir = tmp_path / "run"
+    info = _sleeper(tmp_path)
+    try:
+        _write_stale_state(run_dir, info, detached=True)
+        with pytest.raises(ClusterError, match="already running"):
+            LocalCluster(run_dir, bin_dir=tmp_path / "nobin")._prepare_run_dir()
+        assert procs.info_alive(info)
+        # 'cluster down' path
+        LocalCluster.attach(run_dir).down()
+        assert not procs.info_alive(info)
+        assert not run_dir.exists()
+    finally:
+        procs.stop([info], timeout=2)
+
+
+def test_foreign_non_empty_dir_is_refused(tmp_path):
+    (tmp_path / "precious.txt").write_text("keep me")
+    with pytest.raises(ClusterError, match="not a drakit run dir"):
+        LocalCluster(tmp_path, bin_dir=tmp_path / "nobin")._prepare_run_dir()
+    assert (tmp_path / "precious.txt").exists()
+
+
+def test_existing_empty_dir_is_kept_but_emptied(tmp_path):
+    run_dir = tmp_path / "given"
+    run_dir.mkdir()
+    c = LocalCluster(run_dir, bin_dir=tmp_path / "nobin")
+    c._prepare_run_dir()
+    c.down()
+    assert run_dir.is_dir() and not any(run_dir.iterdir())
+
+
+def test_up_without_binaries_says_what_to_do(tmp_path):
+    with pytest.raises(ClusterError, match="drakit cluster build"):
+        LocalCluster(tmp_path / "run", bin_dir=tmp_path / "nobin").up()
+    assert not (tmp_path / "run").exists()
+
+
+def test_bin_dir_honours_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("DRAKIT_CACHE", str(tmp_path))
+    assert build.bin_dir() == tmp_path / "bin" / f"k8s-{build.KUBE_VERSION}"
+    monkeypatch.delenv("DRAKIT_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert build.bin_dir() == tmp_path / "xdg" / "drakit" / "bin" / f"k8s-{build.KUBE_VERSION}"
+
+
+def test_disk_check_fails_fast(tmp_path):
+    with pytest.raises(build.BuildError, match="GB free"):
+        build.check_disk([tmp_path], min_free=10**18)
+    build.check_disk([tmp_path / "not" / "yet"], min_free=1)
+
+
+def test_fake_binary_version_check(tmp_path):
+    good = tmp_path / "kube-apiserver"
+    good.write_text("#!/bin/sh\necho 'Kubernetes v1.37.2'\n")
+    good.chmod(0o755)
+    binary = build.GROUPS[0].binaries[0]
+    assert build.binary_version_ok(good, binary)
+    good.write_text("#!/bin/sh\necho 'Kubernetes v1.37.1'\n")
+    assert not build.binary_version_ok(good, binary)
+    assert not build.binary_version_ok(tmp_path / "absent", binary)
+
+
+def test_attached_cluster_without_run_dir_gets_private_temp_dir(tmp_path):
+    a = LocalCluster(bin_dir=tmp_path / "nobin")
+    b = LocalCluster(bin_dir=tmp_path / "nobin")
+    assert a.run_dir != b.run_dir and a.run_dir.is_dir()
+    for c in (a, b):
+        with pytest.raises(ClusterError):
+            c.up()  # no binaries: the temp dir is removed again
+        assert not c.run_dir.exists()
+    assert LocalCluster(detached=True).run_dir.name == "local"

@@ -39,6 +39,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--drakit-profile", default=None,
                 help="vendor profile YAML that resolves ${driver.*}, ${class.*}, ${attr.*} (default: the fake driver's)")
     g.addoption("--drakit-out", default=None, help="write results.json, junit.xml and report.html to this folder")
+    g.addoption("--drakit-no-node-side", action="store_true",
+                help="reference backend: do not prepare claims through the fake drivers' gRPC sockets")
     g.addoption("--drakit-kubeconfig", default=None,
                 help="cluster backend: kubeconfig of the cluster under test (default: $KUBECONFIG)")
     g.addoption("--drakit-cluster", default=None, choices=(None, "local"),
@@ -91,7 +93,9 @@ def _backend(config: pytest.Config, name: str) -> Any:
     if inst is None:
         if name == "reference":
             from .backends.reference import ReferenceBackend
-            inst = ReferenceBackend(state["gates"])
+            inst = ReferenceBackend(state["gates"], node_side=not config.getoption("--drakit-no-node-side"))
+            from .backends.noderuntime import shutdown
+            config.add_cleanup(shutdown)
         else:
             from .backends.cluster import ClusterBackend  # noqa: F401 - raises a clear error until it exists
             inst = ClusterBackend(config)

@@ -90,14 +90,17 @@ class ReferenceSession:
                            for e in self.events()]}
 
     def close(self, *, failed: bool) -> None:
-        pass
+        if self.cluster.node_runtime is not None:
+            self.cluster.node_runtime.close()
 
 
 class ReferenceBackend:
     name = "reference"
 
-    def __init__(self, gates: Mapping[str, bool] | None = None, profile: Mapping[str, str] | None = None) -> None:
+    def __init__(self, gates: Mapping[str, bool] | None = None, profile: Mapping[str, str] | None = None, *,
+                 node_side: bool = True) -> None:
         self.gates = dict(DEFAULT_GATES if gates is None else gates)
+        self.node_side = node_side  # prepare claims through the fake drivers' real gRPC sockets
 
     def capabilities(self) -> Capabilities:
         return Capabilities(REFERENCE_VERSION, dict(self.gates), served_apis(self.gates))
@@ -115,6 +118,9 @@ class ReferenceBackend:
     def open(self, case: Case) -> ReferenceSession:
         gates = {**self.gates, **case.feature_gates}
         cluster = ReferenceCluster(gates, seed=case.id)
+        if self.node_side:
+            from .noderuntime import NodeRuntime
+            cluster.node_runtime = NodeRuntime(cluster, {n.name: n.shape for n in case.nodes if n.shape}, gates)
         ns = case_namespace(case.id)
         cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": dict(case.namespace_labels)}})
         try:

@@ -57,6 +57,9 @@ class ReferenceCluster:
         self._prepared: dict[tuple[str, str, str], tuple[str, set[str]]] = {}
         self._prepare_failed: set[str] = set()  # pods whose claims the kubelet refused to prepare
         self._pod_prepared: dict[str, set[tuple[str, str, str]]] = {}  # running pod uid -> its prepared keys
+        # The kubelet's real side, when a backend provides one: prepares a pod's claims through the
+        # drivers' gRPC sockets (returns an error text or None) and unprepares them when it goes.
+        self.node_runtime: Any = None
 
     # -- API ------------------------------------------------------------------------------------
 
@@ -173,6 +176,8 @@ class ReferenceCluster:
 
     def delete_pod(self, pod: dict[str, Any]) -> None:
         """Remove a pod (its containers are stopped at once) and let its claims go."""
+        if self.node_runtime is not None and pod["spec"].get("nodeName"):
+            self.node_runtime.unprepare(pod["spec"]["nodeName"], pod)
         self.store.delete("Pod", pod["metadata"]["name"], pod["metadata"].get("namespace"))
         self.scheduler.waiting.pop(pod["metadata"]["uid"], None)
         self._pod_prepared.pop(pod["metadata"]["uid"], None)
@@ -471,6 +476,14 @@ class ReferenceCluster:
                         continue
                     self._prepared[key] = (f"{claim['metadata'].get('namespace')}/{claim['metadata']['name']}", skips)
                     self._node_op(node, pod, claim, driver, "NodePrepareResources", skip)
+            if ok and self.node_runtime is not None and (pod.get("status") or {}).get("phase") != "Running":
+                error = self.node_runtime.prepare(node, pod, self._pod_claims(pod))
+                if error:
+                    if uid not in self._prepare_failed:
+                        self._prepare_failed.add(uid)
+                        self.store.record("Warning", "FailedPrepareDynamicResources", pod,
+                                          f"Failed to prepare dynamic resources: {error}")
+                    ok = False
             if not ok:
                 continue
             self._pod_prepared[uid] = keys

@@ -32,6 +32,14 @@ def skip_reason() -> str | None:
     return None
 
 
+def skip_or_fail(reason: str) -> None:
+    """Skip with the reason, unless CI demands the cluster (DRAKIT_REQUIRE_CLUSTER=1): then fail,
+    so a missing build step can never pass as skipped tests."""
+    if os.environ.get("DRAKIT_REQUIRE_CLUSTER") == "1":
+        pytest.fail(f"DRAKIT_REQUIRE_CLUSTER=1 but {reason}")
+    pytest.skip(reason)
+
+
 def _progress(msg: str) -> None:
     if os.environ.get("DRAKIT_CLUSTER_VERBOSE"):
         print(f"[local-cluster] {msg}", flush=True)
@@ -41,7 +49,7 @@ def _progress(msg: str) -> None:
 def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     reason = skip_reason()
     if reason:
-        pytest.skip(reason)
+        skip_or_fail(reason)
     with LocalCluster(tmp_path_factory.mktemp("local-cluster"), progress=_progress) as cluster:
         yield cluster
 
@@ -50,7 +58,7 @@ def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
 def local_cluster_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., LocalCluster]]:
     reason = skip_reason()
     if reason:
-        pytest.skip(reason)
+        skip_or_fail(reason)
     started: list[LocalCluster] = []
 
     def make(**kwargs: Any) -> LocalCluster:

@@ -95,7 +95,10 @@ def consumption(requests: Mapping[str, Quantity] | None, capacity: Mapping[str, 
         return None
     out: dict[str, Quantity] = {}
     for name, cap in capacity.items():
-        c = consumed_for(requests.get(name), cap, fractional)
+        try:
+            c = consumed_for(requests.get(name), cap, fractional)
+        except CapacityError as exc:
+            raise CapacityError(f"capacity \"{name}\": {exc}") from None
         if violates(c, cap.request_policy, fractional):
             return None
         out[name] = c

@@ -342,12 +342,20 @@ class Allocator:
         return True
 
     def _capacity_fits(self, rd: _RequestData, cand: CandidateDevice, *, in_call: bool) -> bool:
+        """Whether the request's (rounded) capacity fits the device. ``in_call=False`` is the
+        static check of the All pre-pass: the device's own capacity only, nothing committed."""
         d = cand.device
-        consumed = cap.consumption(rd.spec.capacity, d.capacity, self.features.fractional_capacity)
+        try:
+            consumed = cap.consumption(rd.spec.capacity, d.capacity, self.features.fractional_capacity)
+        except cap.CapacityError as exc:
+            raise AllocationError(f"claim {self._claims[rd.claim].ref}, request {rd.message_name}: checking capacity "
+                                  f"for device {device_id_str(cand.id)}: {exc}") from None
         if consumed is None:
             return False
+        if not in_call:
+            return cap.fits(consumed, d.capacity, None, None)
         return cap.fits(consumed, d.capacity, self.allocated.capacity.get(cand.id),
-                        self._st.allocating_capacity.get(cand.id) if in_call else None)
+                        self._st.allocating_capacity.get(cand.id))
 
     # -- accepting one device ----------------------------------------------------------------
 
@@ -422,12 +430,20 @@ class Allocator:
                 return None
             if multi:
                 consumed = cap.consumption(rd.spec.capacity, d.capacity, f.fractional_capacity) or {}
+                existed = cand.id in st.allocating_capacity
                 before = dict(st.allocating_capacity.get(cand.id, {}))
                 mine = dict(before)
                 for k, q in consumed.items():
                     mine[k] = (mine[k] + q) if k in mine else q
                 st.allocating_capacity[cand.id] = mine
-                undo_steps.append(lambda: st.allocating_capacity.__setitem__(cand.id, before))
+
+                def restore_capacity() -> None:
+                    # A share undone leaves no trace: later shares must pay counters again.
+                    if existed:
+                        st.allocating_capacity[cand.id] = before
+                    else:
+                        st.allocating_capacity.pop(cand.id, None)
+                undo_steps.append(restore_capacity)
                 share_id = self.share_ids()
                 if not d.capacity:
                     consumed = None

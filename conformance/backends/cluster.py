@@ -219,6 +219,8 @@ class ClusterSession:
             return
         for pod in self.api.list("Pod", self.namespace):
             self.api.delete("Pod", pod["metadata"]["name"], self.namespace, grace=0)
+        for claim in self.api.list("ResourceClaim", self.namespace):
+            self.api.delete("ResourceClaim", claim["metadata"]["name"], self.namespace)
         deadline = time.monotonic() + CLEANUP_TIMEOUT
         while time.monotonic() < deadline and (self.api.list("Pod", self.namespace)
                                                 or self.api.list("ResourceClaim", self.namespace)):

@@ -36,6 +36,8 @@ def evaluate_derived(expression: str, device: EncodedDevice) -> AttributeValue:
     if one is not None:
         return AttributeValue(one[0], one[1])  # type: ignore[arg-type]
     if isinstance(result, list):
+        if not result:
+            return AttributeValue("strings", ())  # upstream: an empty list, which no constraint accepts
         items = [_scalar(x) for x in result]
         kinds = {i[0] for i in items if i is not None}
         if result and None not in items and len(kinds) == 1:

@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import os
+
 import pytest
 
 from clusters.local import kwokconfig, procs
@@ -14,6 +16,8 @@ from clusters.local.launcher import LocalCluster
 from clusters.local.pytest_fixture import skip_reason
 
 _SKIP = skip_reason()
+if _SKIP is not None and os.environ.get("DRAKIT_REQUIRE_CLUSTER") == "1":
+    raise RuntimeError(f"DRAKIT_REQUIRE_CLUSTER=1 but {_SKIP}")
 pytestmark = pytest.mark.skipif(_SKIP is not None, reason=_SKIP or "")
 
 kubernetes = pytest.importorskip("kubernetes", reason="the kubernetes Python client is needed")

@@ -26,6 +26,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("-m", dest="markexpr", default=None, help="only cases matching this marker expression, e.g. feature_core")
     run.add_argument("--feature-gates", default="", help="reference backend gates on top of the 1.37 defaults, A=true,B=false")
     run.add_argument("--profile", default=None, help="vendor profile YAML for the case placeholders")
+    run.add_argument("--kubeconfig", default=None, help="cluster backend: the cluster's kubeconfig (default: $KUBECONFIG)")
+    run.add_argument("--cluster", default=None, choices=("local",),
+                     help="cluster backend: start drakit's local control plane for the run (see 'drakit cluster build')")
+    run.add_argument("--keep-on-failure", action="store_true", help="cluster backend: keep a failed case's objects")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress and no matrix: print only failures and the verdict")
     run.add_argument("-v", "--verbose", action="store_true", help="one line per case")
     run.add_argument("--plain", action="store_true",
@@ -41,6 +45,10 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("results", nargs="?", help="results.json of an earlier run")
     rep.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"), default=None,
                      help="compare two results.json files: newly failing, newly passing, newly skipped, added, removed")
+    rep.add_argument("--merge", action="append", default=[], metavar="CASES.json",
+                     help="add the cases of another source first, e.g. node-check.json from 'drakit node-check "
+                          "--out' (their backend, node-plugin, becomes a matrix column); results.json in the "
+                          "output folder is rewritten with them (repeatable)")
     rep.add_argument("--out", default=None, help="output folder (default: next to results.json, or next to NEW)")
 
     lint = sub.add_parser("lint", help="load case files and print every problem (no target needed)")
@@ -140,8 +148,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from reports import ResultsError, load_results, render_all
-    if (args.results is None) == (args.compare is None):
-        print("drakit report: give either RESULTS.json or --compare OLD.json NEW.json", file=sys.stderr)
+    if (args.results is None) == (args.compare is None) or (args.compare and args.merge):
+        print("drakit report: give either RESULTS.json [--merge CASES.json] or --compare OLD.json NEW.json",
+              file=sys.stderr)
         return EXIT_USAGE
     if args.compare:
         return cmd_compare(args)
@@ -151,8 +160,25 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"drakit: {exc}", file=sys.stderr)
         return EXIT_USAGE
     out = Path(args.out) if args.out else Path(args.results).parent
+    if args.merge:
+        from reports import merge_cases
+        try:
+            for source in args.merge:
+                extra = json.loads(Path(source).read_text(encoding="utf-8"))
+                if isinstance(extra, dict):  # another results.json: its cases and backends
+                    results = merge_cases(results, extra["cases"], extra["environment"]["backends"])
+                else:  # a list of cases, as drakit node-check writes it
+                    results = merge_cases(results, extra)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"drakit: --merge {source}: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     out.mkdir(parents=True, exist_ok=True)
-    for name, path in sorted(render_all(results, out).items()):
+    if args.merge:  # the merged results become the run's results.json, with its reports
+        from .results import write_results
+        written = write_results(results, out)
+    else:
+        written = render_all(results, out)
+    for name, path in sorted(written.items()):
         print(f"wrote {path}")
     return EXIT_OK
 

@@ -1,20 +1,27 @@
-"""Controller-side results: turns pytest reports into one ``results.json`` and the reports.
+"""Controller-side results: turns pytest reports into one ``results.json`` and the reports, and
+shows the progress of ``drakit run`` while cases finish.
 
 Works the same with and without pytest-xdist: everything a case knows travels in the report's
-``user_properties`` as JSON, and only the controller writes files.
+``user_properties`` as JSON, and only the controller writes files and prints progress (both
+plugins here are registered on the controller only).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import platform
+import re
 import shlex
 import sys
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TextIO
 
 import pytest
+
+from reports import clean_text
 
 from .features import FEATURES
 
@@ -44,6 +51,24 @@ def parse_skip(longrepr: Any) -> dict[str, str]:
     return {"category": "other", "message": text}
 
 
+def _drakit_props(report: pytest.TestReport) -> dict[str, Any] | None:
+    """The case data an item recorded on its report (the last ``drakit`` user property)."""
+    props = [v for k, v in report.user_properties if k == "drakit"]
+    return json.loads(str(props[-1])) if props else None
+
+
+def report_status(report: pytest.TestReport, outcome: str | None) -> str | None:
+    """The case status one phase report decides, or None when the phase decides nothing
+    (a passed setup or teardown). *outcome* is what the case itself reported, if anything."""
+    if report.skipped:
+        return "skipped"
+    if report.when == "call":
+        return "passed" if report.passed else (outcome if outcome in ("failed", "error") else "error")
+    if report.failed:
+        return "error"
+    return None
+
+
 class ResultsCollector:
     def __init__(self, config: pytest.Config, *, gates: dict[str, bool], backends: list[str]) -> None:
         self.config = config
@@ -55,40 +80,48 @@ class ResultsCollector:
         self.results: dict[str, Any] | None = None
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        import time
         self.t0 = time.monotonic()
         self.started = _now()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        props = [v for k, v in report.user_properties if k == "drakit"]
-        if not props:
+        data = _drakit_props(report)
+        if data is None:
             return
-        data = json.loads(props[-1])
         entry = self.cases.setdefault(report.nodeid, {"nodeid": report.nodeid, "durationSeconds": 0.0})
         entry["durationSeconds"] = round(entry["durationSeconds"] + float(report.duration), 6)
         outcome = data.pop("outcome", None)
         entry.update(data)
-        if report.skipped:
-            entry["status"] = "skipped"
+        status = report_status(report, outcome)
+        if status is None:
+            return
+        entry["status"] = status
+        if status == "skipped":
             entry["skip"] = parse_skip(report.longrepr)
         elif report.when == "call":
-            entry["status"] = "passed" if report.passed else (outcome if outcome in ("failed", "error") else "error")
             entry["skip"] = None
-        elif report.failed:
-            entry["status"] = "error"
+        else:
             entry.setdefault("failure", {"summary": f"{report.when} failed", "detail": str(report.longrepr)})
 
+    def _rerun_path(self, file: str) -> str:
+        """The case file as the user can type it where they ran drakit: relative to that folder
+        when the file is inside it, absolute otherwise."""
+        path = self.config.rootpath / file
+        try:
+            return str(path.relative_to(self.config.invocation_params.dir))
+        except ValueError:
+            return str(path)
+
     def build(self, exitstatus: int) -> dict[str, Any]:
-        import time
-        from reports import compute_summary, compute_verdict
+        from reports import compute_summary, compute_verdict, redact, redact_command
         cases = []
         for entry in self.cases.values():
             entry.setdefault("status", "error")
             entry.setdefault("skip", None)
             entry.setdefault("failure", None)
             b = entry.get("backend", "-")
-            entry["rerun"] = (f"drakit run {shlex.quote(entry['file'])} -k {shlex.quote(entry['id'])} --backend {b} -n 0"
-                              if b != "-" else f"drakit run {shlex.quote(entry['file'])}")
+            where = shlex.quote(self._rerun_path(entry["file"]))
+            entry["rerun"] = (f"drakit run {where} -k {shlex.quote(entry['id'])} --backend {b} -n 0"
+                              if b != "-" else f"drakit run {where}")
             cases.append(entry)
         cases.sort(key=lambda c: (min((_FEATURE_RANK.get(f, 99) for f in c.get("features") or []), default=-1),
                                   c["id"], BACKEND_RANK.get(c.get("backend", ""), 9)))
@@ -97,10 +130,11 @@ class ResultsCollector:
             "schemaVersion": SCHEMA_VERSION,
             "run": {"id": "r-" + self.started.replace("-", "").replace(":", "")[:15].lower(), "startedAt": self.started,
                     "finishedAt": _now(), "wallSeconds": round(time.monotonic() - self.t0, 3),
-                    "command": list(sys.argv), "kitVersion": _kit_version(), "python": platform.python_version(),
+                    "command": redact_command(sys.argv), "kitVersion": _kit_version(), "python": platform.python_version(),
                     "pytest": pytest.__version__, "workers": int(workers) if isinstance(workers, int) else 0},
-            "environment": {"backends": {b: self._backend_env(b) for b in self.backends},
-                            "hardwareProfile": "drakit-fake", "drivers": sorted(self._drivers())},
+            # credential-like keys never reach the file (the renderers drop them again)
+            "environment": redact({"backends": {b: self._backend_env(b) for b in self.backends},
+                                   "hardwareProfile": "drakit-fake", "drivers": sorted(self._drivers())})[0],
             "features": [f.to_json() for f in FEATURES],
             "cases": cases,
         }
@@ -111,7 +145,7 @@ class ResultsCollector:
     def _backend_env(self, name: str) -> dict[str, Any]:
         if name == "reference":
             return {"kind": "reference", "kubernetesVersion": "v1.37 (drakit reference allocator)",
-                    "featureGates": dict(sorted(self.gates.items()))}
+                    "provider": "reference", "featureGates": dict(sorted(self.gates.items()))}
         return {"kind": "cluster", "kubernetesVersion": "unknown", "featureGates": {}}
 
     def _drivers(self) -> set[str]:
@@ -152,3 +186,153 @@ def write_results(results: dict[str, Any], out: Path) -> dict[str, Path]:
     files = {"results.json": path}
     files.update(render_all(results, out))
     return files
+
+
+_XDIST_HEADER = re.compile(r"\A\[gw\d+\] [^\n]*\n")  # "[gw0] linux -- Python 3.11.7 /path"
+
+
+class ProgressReporter:
+    """What ``drakit run`` prints while cases finish, in place of pytest's own terminal output.
+
+    Registered by the CLI on the controller only (``pytest.main(plugins=[...])`` objects do not
+    travel to xdist workers), and fed by ``pytest_runtest_logreport``, which the controller sees
+    for every phase of every item whichever worker ran it. Modes:
+
+    - ``tty``: one progress line rewritten in place, colour unless ``NO_COLOR`` is set; failures
+      are printed above it as they happen;
+    - ``plain``: for logs without a terminal: no colour, no carriage returns; a progress line at
+      every tenth of the run and a line for every failure as it happens;
+    - ``quiet``: nothing while running except collection errors.
+
+    With ``verbose`` every finished case gets a line. At the end, the failure texts (source
+    excerpt, diff) of the first :data:`MAX_DETAILS` failures are printed, except in quiet mode.
+    """
+
+    MAX_DETAILS = 10
+    MAX_DETAIL_LINES = 60
+    REFRESH_SECONDS = 0.1
+
+    def __init__(self, stream: TextIO, *, mode: str, verbose: bool = False, color: bool = False,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if mode not in ("tty", "plain", "quiet"):
+            raise ValueError(f"unknown progress mode {mode!r}")
+        self.stream = stream
+        self.mode = mode
+        self.verbose = verbose and mode != "quiet"
+        self.color = color and mode == "tty"
+        self.clock = clock
+        self.total: int | None = None
+        self.status: dict[str, str] = {}
+        self.details: list[str] = []
+        self._last_draw = float("-inf")
+        self._plain_mark = 0
+        self._plain_last = ""
+        self._line_open = False
+
+    # -- pytest hooks (controller only) ---------------------------------------------------------
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if session.items:  # empty on an xdist controller, which learns the count below
+            self.total = len(session.items)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        self.total = len(ids)  # every worker collects the same ids, or xdist aborts the run
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self._print(clean_text(f"ERROR collecting {report.nodeid or '.'}:\n{report.longreprtext.rstrip()}"))
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        data = _drakit_props(report) or {}
+        status = report_status(report, data.get("outcome"))
+        if status is None:
+            return
+        first = report.nodeid not in self.status
+        self.status[report.nodeid] = status
+        # case data is cleaned before it is printed: it must never drive the terminal
+        label = clean_text(f"{data['id']} [{data.get('backend', '-')}]" if "id" in data else report.nodeid)
+        if status in ("failed", "error"):
+            text = clean_text(_XDIST_HEADER.sub("", report.longreprtext).rstrip())
+            self.details.append(f"{status.upper()} {label}\n{text}")
+            summary = clean_text(((data.get("failure") or {}).get("summary") or "").strip())
+            summary = summary.splitlines()[0] if summary else next(
+                (line.strip() for line in reversed(text.splitlines()) if line.strip()), status)
+            if self.mode != "quiet":
+                self._print(f"{self._paint(status.upper())} {label}: {summary}")
+        elif self.verbose and first:
+            self._print(f"{self._paint(status.upper())} {label} ({report.duration:.2f} s)")
+        self._progress(final=False)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self._progress(final=True)
+        if self.mode == "quiet" or not self.details:
+            return
+        shown = self.details[: self.MAX_DETAILS]
+        self._print("")
+        self._print(f"failure details ({len(shown)} of {len(self.details)}):")
+        for block in shown:
+            lines = block.splitlines()
+            if len(lines) > self.MAX_DETAIL_LINES:
+                lines = lines[: self.MAX_DETAIL_LINES] + [f"... {len(lines) - self.MAX_DETAIL_LINES} more lines in report.html"]
+            self._print("")
+            self._print("\n".join(lines))
+
+    # -- output ----------------------------------------------------------------------------------
+
+    def counts(self) -> dict[str, int]:
+        out = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
+        for status in self.status.values():
+            out[status] += 1
+        return out
+
+    def _paint(self, label: str) -> str:
+        code = {"FAILED": "1;31", "ERROR": "1;35", "PASSED": "32", "SKIPPED": "90"}[label]
+        return f"\x1b[{code}m{label}\x1b[0m" if self.color else label
+
+    def _line(self) -> str:
+        from reports.text import progress_line
+        return progress_line(len(self.status), self.total, self.counts(), color=self.color)
+
+    def _progress(self, *, final: bool) -> None:
+        if self.mode == "quiet" or not self.status:
+            return
+        done = len(self.status)
+        if self.mode == "plain":  # a line at each new tenth of the run, and at the end
+            mark = done * 10 // self.total if self.total else done // 10
+            if mark > self._plain_mark or final:
+                self._plain_mark = mark
+                line = self._line()
+                if line != self._plain_last and done:
+                    self._plain_last = line
+                    self._write(line + "\n")
+            return
+        now = self.clock()
+        if final or now - self._last_draw >= self.REFRESH_SECONDS:
+            self._last_draw = now
+            self._write("\r" + self._line() + "\x1b[K" + ("\n" if final else ""))
+            self._line_open = not final
+
+    def _print(self, text: str) -> None:
+        """A permanent line (or lines), written above the progress line in tty mode."""
+        if self._line_open:
+            self._write("\r\x1b[K")
+            self._line_open = False
+            self._last_draw = float("-inf")
+        self._write(text + "\n")
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
+
+
+def progress_mode(*, quiet: bool, plain: bool, stream: TextIO) -> tuple[str, bool]:
+    """(mode, colour) for ``drakit run``: quiet wins, then ``--plain`` or a stream that is not a
+    terminal means plain; colour only on a terminal and only without ``NO_COLOR``."""
+    tty = bool(getattr(stream, "isatty", lambda: False)())
+    if quiet:
+        return "quiet", tty and not os.environ.get("NO_COLOR")
+    if plain or not tty:
+        return "plain", False
+    return "tty", not os.environ.get("NO_COLOR")

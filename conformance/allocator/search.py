@@ -201,7 +201,7 @@ class Allocator:
         for c in claim.spec.constraints:
             name = c.match_attribute or c.distinct_attribute
             assert name is not None
-            trackers.append(ConstraintTracker(name, c.requests, c.distinct_attribute is not None,
+            trackers.append(ConstraintTracker(name, c.requests, c.match_attribute is None,
                                               self.features.list_type_attributes))
         self._constraints.append(trackers)
 

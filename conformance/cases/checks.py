@@ -157,6 +157,13 @@ def check_pod_running(s: Session, body: dict[str, Any]) -> None:
                                 + (f": {cond['message']}" if cond.get("message") else ""), expected="Running", actual=phase)
 
 
+def check_pod_pending(s: Session, body: dict[str, Any]) -> None:
+    pod = _pod(s, body["pod"])
+    if pod["spec"].get("nodeName"):
+        raise ExpectationFailed(f"pod {body['pod']} was scheduled to {pod['spec']['nodeName']}, expected it to stay pending",
+                                expected="pending", actual=pod["spec"]["nodeName"])
+
+
 def check_pod_unschedulable(s: Session, body: dict[str, Any]) -> None:
     pod = _pod(s, body["pod"])
     if pod["spec"].get("nodeName"):
@@ -326,6 +333,7 @@ CHECKS: dict[str, Callable[[Session, dict[str, Any]], None]] = {
     "notAllocated": check_not_allocated,
     "podScheduled": check_pod_scheduled,
     "podRunning": check_pod_running,
+    "podPending": check_pod_pending,
     "podUnschedulable": check_pod_unschedulable,
     "devicesDistinct": check_devices_distinct,
     "devicesShared": check_devices_shared,

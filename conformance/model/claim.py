@@ -191,9 +191,11 @@ def _request_body(r: Reader, name: str, *, sub: bool) -> DeviceRequestSpec:
     if mode not in MODES:
         raise FieldError(r.at("allocationMode"), f"unsupported value {mode!r}: one of ExactCount, All")
     count = r.int("count")
+    if count == 0:
+        count = None  # an omitted integer: 0 is the same as unset, and ExactCount defaults to 1
     if mode == "All" and count is not None:
         raise FieldError(r.at("count"), "must not be set when allocationMode is All")
-    if count is not None and count <= 0:
+    if count is not None and count < 0:
         raise FieldError(r.at("count"), "must be greater than zero")
     admin = None
     if not sub:
@@ -284,9 +286,11 @@ def _constraint(r: Reader, request_names: dict[str, frozenset[str]]) -> Constrai
     distinct = r.str("distinctAttribute")
     r.done()
     _check_request_refs(r, reqs, request_names)
-    if (match is None) == (distinct is None):
-        raise FieldError(r.path, "exactly one of matchAttribute or distinctAttribute is required")
-    check_fully_qualified_name(r.at("matchAttribute" if match else "distinctAttribute"), match or distinct or "")
+    if match is None and distinct is None:
+        raise FieldError(r.path, "one of matchAttribute or distinctAttribute is required")
+    for key, value in (("matchAttribute", match), ("distinctAttribute", distinct)):
+        if value is not None:
+            check_fully_qualified_name(r.at(key), value)
     return Constraint(reqs, match, distinct)
 
 

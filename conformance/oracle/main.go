@@ -57,26 +57,10 @@ import (
 	kjson "sigs.k8s.io/json"
 )
 
-// gates maps every feature gate the allocator listens to onto a setter of structured.Features.
-// DeviceBindingAndStatus needs two gates, as in the kube-scheduler.
-var gateNames = []string{
-	"DRAAdminAccess", "DRAPrioritizedList", "DRAPartitionableDevices", "DRADeviceTaints",
-	"DRADeviceBindingConditions", "DRAResourceClaimDeviceStatus", "DRAConsumableCapacity",
-	"DRAFractionalCapacityRange", "DRAListTypeAttributes", "DRAOptionalNodeOperations",
-	"DRADerivedAttributes", "DRADeviceCompatibilityGroups",
-}
-
-func features(gates map[string]bool) (structured.Features, error) {
-	known := sets.New(gateNames...)
-	for name := range gates {
-		if !known.Has(name) {
-			// Gates that do not reach the allocator (DRADeviceTaintRules, DRAExtendedResource, ...)
-			// are accepted and ignored, so callers can pass a whole gate map.
-			if !strings.HasPrefix(name, "DRA") && name != "DynamicResourceAllocation" {
-				return structured.Features{}, fmt.Errorf("unknown feature gate %q", name)
-			}
-		}
-	}
+// features maps feature gates onto the allocator's switches as the kube-scheduler does
+// (pkg/scheduler/framework/plugins/dynamicresources: DeviceBindingAndStatus needs two gates).
+// Gates that do not reach the allocator are ignored, so callers can pass a whole gate map.
+func features(gates map[string]bool) structured.Features {
 	return structured.Features{
 		AdminAccess:             gates["DRAAdminAccess"],
 		PrioritizedList:         gates["DRAPrioritizedList"],
@@ -89,7 +73,7 @@ func features(gates map[string]bool) (structured.Features, error) {
 		OptionalNodeOperations:  gates["DRAOptionalNodeOperations"],
 		DerivedAttributes:       gates["DRADerivedAttributes"],
 		CompatibilityGroups:     gates["DRADeviceCompatibilityGroups"],
-	}, nil
+	}
 }
 
 type nodeSpec struct {
@@ -111,23 +95,23 @@ type shareSpec struct {
 }
 
 type allocatedSpec struct {
-	Devices  []string                                 `json:"devices,omitempty"`
-	Shares   []shareSpec                              `json:"shares,omitempty"`
+	Devices  []string                                `json:"devices,omitempty"`
+	Shares   []shareSpec                             `json:"shares,omitempty"`
 	Capacity map[string]map[string]resource.Quantity `json:"capacity,omitempty"`
 }
 
 type request struct {
-	ID             json.RawMessage                `json:"id,omitempty"`
-	Op             string                         `json:"op,omitempty"`
-	Features       map[string]bool                `json:"features,omitempty"`
-	Allocators     []string                       `json:"allocators,omitempty"`
-	Node           nodeSpec                       `json:"node"`
-	Nodes          []nodeSpec                     `json:"nodes,omitempty"`
-	Classes        []*resourceapi.DeviceClass     `json:"classes,omitempty"`
-	Slices         []*resourceapi.ResourceSlice   `json:"slices,omitempty"`
-	Claims         []*resourceapi.ResourceClaim   `json:"claims,omitempty"`
-	Allocated      allocatedSpec                  `json:"allocated"`
-	TimeoutSeconds float64                        `json:"timeoutSeconds,omitempty"`
+	ID             json.RawMessage              `json:"id,omitempty"`
+	Op             string                       `json:"op,omitempty"`
+	Features       map[string]bool              `json:"features,omitempty"`
+	Allocators     []string                     `json:"allocators,omitempty"`
+	Node           nodeSpec                     `json:"node"`
+	Nodes          []nodeSpec                   `json:"nodes,omitempty"`
+	Classes        []*resourceapi.DeviceClass   `json:"classes,omitempty"`
+	Slices         []*resourceapi.ResourceSlice `json:"slices,omitempty"`
+	Claims         []*resourceapi.ResourceClaim `json:"claims,omitempty"`
+	Allocated      allocatedSpec                `json:"allocated"`
+	TimeoutSeconds float64                      `json:"timeoutSeconds,omitempty"`
 }
 
 type response struct {
@@ -235,11 +219,7 @@ func celCache(f structured.Features) *cel.Cache {
 }
 
 func allocate(req *request, resp *response) {
-	f, err := features(req.Features)
-	if err != nil {
-		resp.InputError = err.Error()
-		return
-	}
+	f := features(req.Features)
 	state, err := req.Allocated.state()
 	if err != nil {
 		resp.InputError = err.Error()
@@ -272,11 +252,7 @@ func allocate(req *request, resp *response) {
 }
 
 func workload(req *request, resp *response) {
-	f, err := features(req.Features)
-	if err != nil {
-		resp.InputError = err.Error()
-		return
-	}
+	f := features(req.Features)
 	state, err := req.Allocated.state()
 	if err != nil {
 		resp.InputError = err.Error()

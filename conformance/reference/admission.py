@@ -83,6 +83,8 @@ def default_taint_times(obj: dict[str, Any], old: dict[str, Any] | None, stamp: 
 
 def _default_request(body: dict[str, Any]) -> None:
     body.setdefault("allocationMode", "ExactCount")
+    if body.get("count") == 0:
+        del body["count"]  # an omitted integer on the wire: 0 and unset are the same
     if body["allocationMode"] == "ExactCount":
         body.setdefault("count", 1)
     for t in body.get("tolerations") or []:

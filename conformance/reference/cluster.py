@@ -434,7 +434,7 @@ class ReferenceCluster:
 
     def _mark_unschedulable(self, pod: dict[str, Any], outcome: Outcome) -> None:
         p = self.store.get("Pod", pod["metadata"]["name"], pod["metadata"].get("namespace"))
-        if p is None:
+        if p is None or outcome.reason is None:
             return
         if set_condition(p, "PodScheduled", "False", outcome.reason, outcome.message):
             p["status"]["phase"] = "Pending"

@@ -379,7 +379,8 @@ class MiniScheduler:
         workload = bool(g.get("DRAWorkloadResourceClaims"))
         claims, problem = resolve_claims(self.store, pod, g)
         if claims is None:
-            return Outcome(None, "Unschedulable", problem, frozenset({DRA}))
+            # Rejected in PreEnqueue: the pod is never attempted, so it gets no condition and no event.
+            return Outcome(None, None, problem, frozenset({DRA}))
         nodes = sorted(self.store.list("Node"), key=lambda n: n["metadata"]["name"])
         if not nodes:
             return Outcome(None, "Unschedulable", "0/0 nodes are available: no nodes available to schedule pods.")

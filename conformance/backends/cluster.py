@@ -171,10 +171,18 @@ class ClusterSession:
             out = self.api.create(obj)
             self.created.append((obj["kind"], out["metadata"]["name"], meta.get("namespace")))
             return out
-        meta["resourceVersion"] = existing["metadata"]["resourceVersion"]
-        if "status" in existing:
-            obj.setdefault("status", existing["status"])
-        return self.api.replace(obj)
+        for attempt in range(5):
+            meta["resourceVersion"] = existing["metadata"]["resourceVersion"]
+            if "status" in existing:
+                obj["status"] = existing["status"]
+            try:
+                return self.api.replace(obj)
+            except ApiRejected as exc:
+                # Controllers (kwok, the claim controller) write too: re-read and try again.
+                if "the object has been modified" not in str(exc) or attempt == 4:
+                    raise
+                existing = self.api.get(obj["kind"], name, meta.get("namespace")) or existing
+        raise AssertionError("unreachable")
 
     def update_status(self, kind: str, name: str, status: dict[str, Any]) -> dict[str, Any]:
         """Replace the object's status through the status subresource, as a driver does."""

@@ -12,6 +12,10 @@ Public API::
     compute_summary(cases) -> dict        the ``summary`` block
     compute_verdict(cases) -> dict        the ``verdict`` block (VERDICT_RULE is the rule text)
     render_all(results, out_dir) -> dict  writes report.html and junit.xml
+    merge_cases(results, cases) -> dict   add cases of another source (``drakit node-check``)
+    compare_results(old, new) -> dict     what changed between two runs (``reports.compare``)
+
+The field-by-field description of the results file is ``reports/SCHEMA.md``.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ __all__ = [
     "compute_summary",
     "compute_verdict",
     "render_all",
+    "merge_cases",
 ]
 
 SCHEMA_VERSION = "drakit.results/v1"
@@ -44,8 +49,9 @@ SKIP_CATEGORIES: tuple[str, ...] = (
     "feature-disabled", "api-not-served", "inventory", "backend", "not-applicable", "other",
 )
 # Status text is always shown together with a symbol, so colour is never the only signal.
+# Every symbol is in the common system fonts (DejaVu, Segoe UI Symbol, Apple Symbols).
 SYMBOLS: dict[str, str] = {
-    "passed": "✔", "failed": "✘", "error": "⚠", "skipped": "⏭", "xfail": "⊘", "flaky": "↻",
+    "passed": "✔", "failed": "✘", "error": "⚠", "skipped": "↷", "xfail": "⊘", "flaky": "↻",
     "no cases": "·",
 }
 # How a group of outcomes rolls up into one label: the first status present wins,
@@ -158,9 +164,9 @@ def validate_results(obj: Any, *, source: str = "results") -> None:
             if fid not in seen_features:
                 fail(f"$.cases[{i}].features[{j}]", f"unknown feature {fid!r} (not in $.features)")
     expected = compute_summary(obj["cases"])
-    for key, count in expected.items():
-        if obj["summary"][key] != count:
-            fail(f"$.summary.{key}", f"is {obj['summary'][key]} but the cases hold {count}")
+    for name, count in expected.items():
+        if obj["summary"][name] != count:
+            fail(f"$.summary.{name}", f"is {obj['summary'][name]} but the cases hold {count}")
 
 
 def load_results(path: str | Path) -> dict[str, Any]:
@@ -181,38 +187,74 @@ def load_results(path: str | Path) -> dict[str, Any]:
     return result
 
 
+def merge_cases(results: Mapping[str, Any], cases: Sequence[Mapping[str, Any]],
+                backends: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """*results* with *cases* added, e.g. the ``node-plugin`` cases that ``drakit node-check``
+    writes to ``node-check.json``. Pure; the result is validated.
+
+    A case replaces one with the same (id, backend), so merging the same file twice changes
+    nothing. A backend the cases name that the environment does not list gets an entry from
+    *backends*, else a minimal one (kind = the backend name, no gates). Summary and verdict are
+    computed again.
+    """
+    merged = {**results, "environment": {**results["environment"],
+                                         "backends": dict(results["environment"]["backends"])}}
+    new_keys = {(c["id"], c["backend"]) for c in cases}
+    merged["cases"] = [c for c in results["cases"] if (c["id"], c["backend"]) not in new_keys] + list(cases)
+    for name in dict.fromkeys(c["backend"] for c in cases):
+        if name not in merged["environment"]["backends"]:
+            merged["environment"]["backends"][name] = dict((backends or {}).get(name) or {
+                "kind": name, "kubernetesVersion": "not reported", "featureGates": {}})
+    merged["summary"] = compute_summary(merged["cases"])
+    merged["verdict"] = compute_verdict(merged["cases"])
+    validate_results(merged, source="merged results")
+    return merged
+
+
 # ---------------------------------------------------------------------------------------------
 # Helpers shared by the renderers (pure).
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+# C0 and C1 controls, DEL, bidi overrides and isolates (they can make text read differently
+# from what it is), and lone surrogates (not encodable as UTF-8).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def _picture(match: re.Match[str]) -> str:
     code = ord(match.group())
-    if code < 0x20:
-        return chr(0x2400 + code)  # Unicode "control pictures": U+0007 shows as ␇
-    if code == 0x7F:
-        return "␡"
     if 0xD800 <= code <= 0xDFFF:
         return "\ufffd"
-    return f"\\x{code:02x}"
+    # BEL shows as \x07, ESC as \x1b, RLO as \u202e: readable in any font
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def clean_text(text: str) -> str:
     """A string safe to show as text anywhere: control characters (terminal escapes included)
-    become visible symbols, lone surrogates become U+FFFD, CRLF becomes LF; tab and LF stay."""
+    and bidi overrides become visible ``\\xNN`` / ``\\uNNNN`` escapes, lone surrogates become
+    U+FFFD, CRLF becomes LF; tab and LF stay."""
     return _CONTROL.sub(_picture, text.replace("\r\n", "\n"))
 
 
 def clean_strings(value: Any) -> Any:
-    """A copy of a JSON value with :func:`clean_text` applied to every string and key."""
+    """A copy of a JSON value (or of display data: tuples too) with :func:`clean_text` applied
+    to every string and key."""
     if isinstance(value, str):
         return clean_text(value)
     if isinstance(value, Mapping):
         return {clean_text(str(k)): clean_strings(v) for k, v in value.items()}
     if isinstance(value, list):
         return [clean_strings(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(clean_strings(v) for v in value)
     return value
+
+
+def without_failure_payloads(results: Mapping[str, Any]) -> dict[str, Any]:
+    """A shallow copy of *results* whose failures keep only their ``summary``: what the terminal
+    summary and the run comparison show. Cleaning that copy costs nothing however large the
+    logs and object dumps of the run are."""
+    cases = [{**c, "failure": {"summary": c["failure"]["summary"]}} if c.get("failure") else c
+             for c in results["cases"]]
+    return {**results, "cases": cases}
 
 
 def backend_order(results: Mapping[str, Any]) -> list[str]:
@@ -220,6 +262,14 @@ def backend_order(results: Mapping[str, Any]) -> list[str]:
     order = list(results["environment"]["backends"])
     extra = sorted({c["backend"] for c in results["cases"]} - set(order))
     return order + extra
+
+
+def matrix_backends(results: Mapping[str, Any]) -> list[str]:
+    """The feature-matrix columns: :func:`backend_order` without pseudo-backends that only hold
+    featureless cases (the ``-`` of a case file that did not load)."""
+    listed = set(results["environment"]["backends"])
+    used = {c["backend"] for c in results["cases"] if c["features"]}
+    return [b for b in backend_order(results) if b in listed or b in used]
 
 
 def sorted_cases(results: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -266,6 +316,16 @@ def feature_matrix(results: Mapping[str, Any]) -> dict[tuple[str, str], list[Map
     return cells
 
 
+def divergences(results: Mapping[str, Any]) -> list[tuple[str, dict[str, Mapping[str, Any]]]]:
+    """Case ids that ran on two or more backends with different statuses, in report order:
+    ``[(case id, {backend: case})]``. Backends come from :func:`backend_order`."""
+    by_id: dict[str, dict[str, Mapping[str, Any]]] = {}
+    for case in sorted_cases(results):
+        by_id.setdefault(case["id"], {})[case["backend"]] = case
+    return [(cid, per_backend) for cid, per_backend in by_id.items()
+            if len(per_backend) > 1 and len({c["status"] for c in per_backend.values()}) > 1]
+
+
 def reason_line(case: Mapping[str, Any]) -> str:
     """The first line of why a case did not simply pass ("" when it did)."""
     if case.get("failure"):
@@ -286,7 +346,14 @@ _CREDENTIAL_KEY = re.compile(
 _CREDENTIAL_FLAG = re.compile(r"^(--?[\w.-]*(token|password|passwd|secret|authorization|client-key|"
                               r"bearer|credential|api-key|private-key)[\w.-]*)(=.*)?$", re.IGNORECASE)
 _BEARER = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}")
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]+@")
 REDACTED = "REDACTED"
+
+
+def _mask_string(text: str) -> str:
+    """Bearer tokens and the user:password part of URLs replaced by REDACTED."""
+    text = _URL_USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
+    return _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
 
 
 def is_credential_key(key: str) -> bool:
@@ -295,7 +362,7 @@ def is_credential_key(key: str) -> bool:
 
 
 def redact(value: Any) -> tuple[Any, int]:
-    """Drop credential-like keys anywhere in *value*, and mask bearer tokens inside strings.
+    """Drop credential-like keys anywhere in *value*; mask bearer tokens and URL passwords in strings.
 
     Returns the cleaned copy and how many keys were dropped.
     """
@@ -313,7 +380,7 @@ def redact(value: Any) -> tuple[Any, int]:
         items = [redact(item) for item in value]
         return [v for v, _ in items], sum(n for _, n in items)
     if isinstance(value, str):
-        return _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", value), 0
+        return _mask_string(value), 0
     return value, 0
 
 
@@ -333,7 +400,7 @@ def redact_command(argv: Sequence[str]) -> list[str]:
             out.append(arg)
             mask_next = True
         else:
-            out.append(_BEARER.sub(lambda b: f"{b.group(1)} {REDACTED}", arg))
+            out.append(_mask_string(arg))
     return out
 
 

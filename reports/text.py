@@ -1,4 +1,5 @@
-"""The terminal summary: a compact feature × backend matrix, the failures and the verdict line.
+"""The terminal output: the progress line while cases run, then a compact feature × backend
+matrix, the failures and the verdict line.
 
 Plain ASCII layout (symbols of ambiguous terminal width would break the columns); status is
 always a word, and colour, when asked for, only adds ANSI SGR codes around it.
@@ -11,18 +12,22 @@ from typing import Any
 
 from reports import (
     STATUSES,
-    backend_order,
     clean_strings,
     count_statuses,
+    divergences,
     feature_matrix,
     first_line,
+    matrix_backends,
     rollup,
     sorted_cases,
+    without_failure_payloads,
 )
 
-__all__ = ["render_summary"]
+__all__ = ["render_summary", "progress_line", "PROGRESS_STATUSES"]
 
 MAX_FAILURES = 10
+MAX_DIVERGENCES = 5
+PROGRESS_STATUSES = ("passed", "failed", "error", "skipped")
 _SGR = {"passed": "32", "failed": "1;31", "error": "1;35", "skipped": "90", "xfail": "34",
         "flaky": "33", "no cases": "90", "pass": "1;32", "fail": "1;31", "incomplete": "1;33"}
 _LABEL = {"passed": "passed", "failed": "FAILED", "error": "ERROR", "skipped": "skipped",
@@ -55,15 +60,29 @@ def _table(rows: Sequence[Sequence[tuple[str, str | None]]], color: bool) -> lis
     return lines
 
 
-def render_summary(results: Mapping[str, Any], *, color: bool) -> str:
-    """A few lines for the terminal. Pure: same results and flag, same text.
+def progress_line(done: int, total: int | None, counts: Mapping[str, int], *, color: bool) -> str:
+    """One progress line: ``[ 37/70]  36 passed  1 failed  0 error  0 skipped``. Pure.
 
-    Control characters from the results (an ESC in a case id, say) are shown as symbols, so
-    the file can never drive the terminal.
+    *counts* is keyed by the statuses of :data:`PROGRESS_STATUSES` (missing keys count 0);
+    *total* is None while it is not known yet. Non-zero failed/error counts are painted.
     """
-    results = clean_strings(results)
+    width = len(str(total)) if total else 1
+    head = f"[{done:>{width}}/{total}]" if total else f"[{done}]"
+    parts = [_paint(f"{counts.get(s, 0)} {s}", s, color and counts.get(s, 0) > 0 and s in ("failed", "error"))
+             for s in PROGRESS_STATUSES]
+    return f"{head}  " + "  ".join(parts)
+
+
+def render_summary(results: Mapping[str, Any], *, color: bool, matrix: bool = True) -> str:
+    """A few lines for the terminal. Pure: same results and flags, same text.
+
+    ``matrix=False`` (``drakit run --quiet``) leaves out the run line and the feature matrix:
+    only failures, divergences and the verdict remain. Control characters from the results (an
+    ESC in a case id, say) are shown escaped, so the file can never drive the terminal.
+    """
+    results = clean_strings(without_failure_payloads(results))
     run = results["run"]
-    backends = backend_order(results)
+    backends = matrix_backends(results)
     cells = feature_matrix(results)
     ordered = sorted_cases(results)
     lines = [f"drakit run {run['id']}: {len(ordered)} case{'s' if len(ordered) != 1 else ''} on "
@@ -92,6 +111,19 @@ def render_summary(results: Mapping[str, Any], *, color: bool) -> str:
         lines.append(f"not in any feature: {len(featureless)} case{'s' if len(featureless) != 1 else ''}")
     if empty:
         lines.append(f"no cases: {', '.join(empty)}")
+    if not matrix:
+        lines = []
+
+    diverging = divergences(results)
+    if diverging:
+        lines += ["", f"divergences: {len(diverging)} case{'s' if len(diverging) != 1 else ''} "
+                      f"with different statuses on different backends"]
+        for cid, by_backend in diverging[:MAX_DIVERGENCES]:
+            statuses = ", ".join(f"{b} {_paint(_LABEL[c['status']], c['status'], color)}"
+                                 for b, c in by_backend.items())
+            lines.append(f"  {cid}: {statuses}")
+        if len(diverging) > MAX_DIVERGENCES:
+            lines.append(f"  ... and {len(diverging) - MAX_DIVERGENCES} more in report.html")
 
     broken = [c for c in ordered if c["status"] in ("failed", "error")]
     if broken:
@@ -105,9 +137,11 @@ def render_summary(results: Mapping[str, Any], *, color: bool) -> str:
             lines.append(f"  ... and {len(broken) - MAX_FAILURES} more in report.html")
 
     summary = results["summary"]
-    counts = ", ".join(_paint(f"{summary[s]} {s}", s, color and summary[s] > 0) for s in STATUSES)
+    totals = ", ".join(_paint(f"{summary[s]} {s}", s, color and summary[s] > 0) for s in STATUSES)
     verdict = results["verdict"]
-    lines += ["", f"{summary['total']} cases: {counts}",
+    lines += ["", f"{summary['total']} cases: {totals}",
               f"verdict: {_paint(verdict['result'].upper(), verdict['result'], color)}",
               f"rule: {verdict['rule']}"]
+    while lines and not lines[0]:
+        lines.pop(0)
     return "\n".join(lines) + "\n"

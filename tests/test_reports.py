@@ -4,8 +4,10 @@ Fixtures live in ``tests/fixtures/results/*.json`` (fixed times and ids, so outp
 
 - ``all-passed.json``  one backend, every case passed (verdict pass)
 - ``incomplete.json``  required cases skipped (verdict incomplete)
-- ``mixed.json``       two backends; failures, an error, a load error, skips of every
-                       category, xfail, flaky; hostile strings and credentials in it on purpose
+- ``mixed.json``       three backends (reference, cluster, and node-plugin as ``drakit
+                       node-check`` writes it); failures, an error, a load error, skips of
+                       every category, xfail, flaky, divergences between backends; hostile
+                       strings and credentials in it on purpose
 
 Golden files ``tests/golden/report.html`` and ``tests/golden/junit.xml`` are the rendering of
 ``mixed.json``. After an intended change to the output, regenerate them and review the diff::
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import functools
 import json
 import os
 import random
@@ -35,6 +38,8 @@ if str(ROOT) not in sys.path:  # running from a checkout without an installed dr
 
 import reports  # noqa: E402
 from reports import ResultsError, compute_summary, compute_verdict, load_results, render_all, validate_results  # noqa: E402
+from reports import clean_text, divergences, matrix_backends, redact, redact_command  # noqa: E402
+import reports.html as reports_html  # noqa: E402
 from reports.html import render_html  # noqa: E402
 from reports.junit import NO_FEATURE_SUITE, render_junit  # noqa: E402
 from reports.text import render_summary  # noqa: E402
@@ -43,7 +48,14 @@ FIXTURES = Path(__file__).parent / "fixtures" / "results"
 GOLDEN = Path(__file__).parent / "golden"
 FIXTURE_NAMES = ("all-passed", "incomplete", "mixed")
 HOSTILE = "<script>alert(1)</script>"
-SECTIONS = ["verdict", "matrix", "failures", "skips", "cases", "environment", "timing"]
+SECTIONS = ["verdict", "matrix", "divergences", "skips", "failures", "cases", "environment", "timing"]
+JUNIT_XSD = Path(__file__).parent / "fixtures" / "junit.xsd"
+
+
+def section(html: str, sid: str) -> str:
+    """The HTML of one ``<section id=...>`` of the report."""
+    start = html.index(f'<section id="{sid}"')
+    return html[start:html.index("</section>", start)]
 
 
 def fixture(name: str) -> dict[str, Any]:
@@ -121,7 +133,7 @@ BROKEN: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ("bad-time", lambda r: r["run"].update(startedAt="yesterday"), "$.run.startedAt: 'yesterday' does not match"),
     ("negative-duration", lambda r: r["cases"][0].update(durationSeconds=-1), "$.cases[0].durationSeconds: -1 is less"),
     ("bad-verdict", lambda r: r["verdict"].update(result="maybe"), "$.verdict.result: 'maybe' is not one of"),
-    ("summary-mismatch", lambda r: r["summary"].update(failed=7), "$.summary.failed: is 7 but the cases hold 2"),
+    ("summary-mismatch", lambda r: r["summary"].update(failed=7), "$.summary.failed: is 7 but the cases hold 3"),
     ("unknown-feature", lambda r: r["cases"][0]["features"].append("time-travel"),
      "$.cases[0].features[1]: unknown feature 'time-travel'"),
     ("duplicate-case", lambda r: r["cases"].append(copy.deepcopy(r["cases"][0])), "appears twice"),
@@ -246,8 +258,11 @@ from reports import load_results
 from reports.html import render_html
 from reports.junit import render_junit
 from reports.text import render_summary
+from reports.compare import compare_results, render_compare_html, render_compare_text
 r = load_results(sys.argv[2])
-out = render_html(r) + render_junit(r) + render_summary(r, color=True)
+other = load_results(sys.argv[3])
+c = compare_results(other, r)
+out = render_html(r) + render_junit(r) + render_summary(r, color=True) + render_compare_html(c) + render_compare_text(c)
 print(hashlib.sha256(out.encode("utf-8")).hexdigest())
 """
 
@@ -256,7 +271,8 @@ def test_output_is_stable_across_hash_seeds() -> None:
     digests = set()
     for seed in ("0", "1", "4242"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
-        proc = subprocess.run([sys.executable, "-c", _RENDER_SCRIPT, str(ROOT), str(FIXTURES / "mixed.json")],
+        proc = subprocess.run([sys.executable, "-c", _RENDER_SCRIPT, str(ROOT), str(FIXTURES / "mixed.json"),
+                               str(FIXTURES / "all-passed.json")],
                               env=env, capture_output=True, text=True, check=True)
         digests.add(proc.stdout.strip())
     assert len(digests) == 1
@@ -280,11 +296,14 @@ def test_html_sections_in_order(mixed: dict[str, Any]) -> None:
 @pytest.mark.parametrize("name", FIXTURE_NAMES)
 def test_html_matrix_has_one_row_per_feature(name: str) -> None:
     results = fixture(name)
-    page = Page(render_html(results))
+    html = render_html(results)
+    page = Page(section(html, "matrix"))
     rows = [a["data-feature"] for t, a in page.with_attr("data-feature") if t == "tr"]
     assert rows == [f["id"] for f in results["features"]]
+    columns = [a["data-column"] for t, a in page.with_attr("data-column")]
+    assert columns == list(results["environment"]["backends"])
     cells = [a["data-backend"] for t, a in page.with_attr("data-backend") if t == "td"]
-    assert cells == list(results["environment"]["backends"]) * len(rows)
+    assert cells == columns * len(rows)
     text = page.all_text()
     assert all(f"KEP-{f['kep']}" in text for f in results["features"])
 
@@ -293,7 +312,7 @@ def test_html_matrix_cells(mixed: dict[str, Any]) -> None:
     html = render_html(mixed)
     # extended-resource has no case on either backend; device-status only on the cluster
     row = html.split('data-feature="extended-resource"')[1].split("</tr>")[0]
-    assert row.count("no cases") == 2
+    assert row.count("no cases") == 3
     row = html.split('data-feature="core"')[1].split("</tr>")[0]
     assert "✔ passed" in row and "✘ failed" in row and "4 passed · 0 failed · 0 skipped" in row
 
@@ -311,7 +330,7 @@ def test_html_failure_detail(mixed: dict[str, Any]) -> None:
     html = render_html(mixed)
     page = Page(html)
     failures = [a for t, a in page.tags if t == "details" and "failure" in (a.get("class") or "")]
-    assert len(failures) == 4 and all("open" in a for a in failures)
+    assert len(failures) == 5 and all("open" in a for a in failures)
     text = page.all_text()
     assert "steps[1].expect[0]: unknown field 'matchh'" in text  # the load error is shown too
     assert '<tr class="mark"><td class="no">22</td><td>▶</td>' in html
@@ -321,7 +340,7 @@ def test_html_failure_detail(mixed: dict[str, Any]) -> None:
 
 def test_html_statuses_have_text_and_symbol(mixed: dict[str, Any]) -> None:
     text = Page(render_html(mixed)).all_text()
-    for label in ("✔ passed", "✘ failed", "⚠ error", "⏭ skipped", "⊘ xfail", "↻ flaky"):
+    for label in ("✔ passed", "✘ failed", "⚠ error", "↷ skipped", "⊘ xfail", "↻ flaky"):
         assert label in text
 
 
@@ -339,30 +358,59 @@ def test_html_is_self_contained(mixed: dict[str, Any]) -> None:
     assert "{{" not in html and "{%" not in html and "Undefined" not in html
 
 
+EVIL = f"{HOSTILE} \"dq\" 'sq' & &amp; \x07\x1b[31m\x00 \u202eRLO \ud800 </pre></td></table>"
+
+
 def hostile_results(mixed: dict[str, Any]) -> dict[str, Any]:
-    """mixed.json with hostile text in every free-form place the renderers show."""
+    """mixed.json with hostile text in every free-form place the renderers show: run and
+    environment fields, a backend's name, gate names, case ids, titles, steps, skip and failure
+    texts, YAML source lines, object names, device attributes, events and log lines."""
     r = copy.deepcopy(mixed)
-    evil = f"{HOSTILE} \"dq\" 'sq' & &amp; \x07\x1b[31m\x00 \ud800"
+    evil = EVIL
     r["run"]["id"] = evil
     r["run"]["command"].append(evil)
     r["environment"]["hardwareProfile"] = evil
     r["environment"]["drivers"].append(evil)
     r["environment"]["backends"]["cluster"]["kubernetesVersion"] = evil
+    r["environment"]["backends"]["cluster"]["featureGates"][evil] = True
+    r["environment"]["backends"]["cluster"]["nodes"].append({"name": evil, "labels": {evil: evil}})
     r["environment"][evil] = {evil: evil}
     r["features"][0]["title"] = evil
+    r["features"][0]["gates"].append(evil)
     for case in r["cases"]:
         case["title"] = evil
         case["description"] = evil
         case["rerun"] = f"drakit run -k '{evil}'"
         for step in case["steps"]:
             step["name"] = evil
+            step["kind"] = evil
         if case["skip"]:
             case["skip"]["message"] = evil
         if case["failure"]:
-            case["failure"]["summary"] = evil
-            case["failure"]["detail"] = f"line one\n{evil}"
+            failure = case["failure"]
+            failure["summary"] = evil
+            failure["detail"] = f"line one\n{evil}"
+            failure["yaml"] = {"file": evil, "startLine": 3, "markLine": 4,
+                               "lines": [f"  - name: {evil}", f"    value: '{evil}'"]}
+            failure["expected"] = {"attributes": {evil: {"string": evil}}}
+            failure["actual"] = [evil, {"device": evil}]
+            failure["diff"] = f"--- expected\n+++ actual\n-{evil}\n+{evil}\n"
+            failure["diagnostics"] = {
+                "objects": [{"kind": "ResourceSlice", "metadata": {"name": evil, "namespace": evil},
+                             "spec": {"devices": [{"name": evil, "attributes": {evil: {"string": evil}}}]}}],
+                "events": [f"Warning {evil}", {"reason": evil, "message": evil}],
+                "logs": {evil: f"I1129 ok\nE1129 {evil}\n" * 3},
+                evil: evil,
+            }
+    # a backend whose very name is hostile, with a case that diverges from the reference
     core = r["cases"][0]
     core["id"] = f"core/{evil}"
+    r["environment"]["backends"][evil] = {"kind": evil, "kubernetesVersion": evil, "featureGates": {evil: False}}
+    twin = copy.deepcopy(core)
+    twin.update(backend=evil, status="skipped", skip={"category": "other", "message": evil})
+    r["cases"].append(twin)
+    r["summary"] = compute_summary(r["cases"])
+    r["verdict"] = compute_verdict(r["cases"])
     validate_results(r)
     return r
 
@@ -382,14 +430,25 @@ def test_html_escapes_hostile_text(mixed: dict[str, Any]) -> None:
     text = page.all_text()
     assert HOSTILE in text  # shown as text...
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html  # ...because it was escaped
+    assert "<script>alert" not in html and "</pre></td></table>" not in html
     assert '"dq"' in text and "'sq'" in text and "& &amp;" in text
-    assert "␇␛[31m␀" in text  # control characters made visible
+    assert "\\x07\\x1b[31m\\x00 \\u202eRLO \ufffd" in text  # control characters made visible
     assert not any(ord(ch) < 32 and ch not in "\n\t" for ch in html)
+    assert "\u202e" not in html
     html.encode("utf-8")  # no lone surrogate left
+    # the hostile text reached every place it was put: object names, YAML lines, logs, events,
+    # device attributes, a backend column and its divergence row
+    for needle in (f"ResourceSlice {HOSTILE}", f"value: '{HOSTILE}", f"E1129 {HOSTILE}", f"Warning {HOSTILE}",
+                   f'"string": "{HOSTILE}'):
+        assert needle in text, needle
+    heads = [a["data-column"] for t, a in page.with_attr("data-column")]
+    assert heads[-1].startswith(HOSTILE)
+    assert any(HOSTILE in (a.get("data-case") or "") for t, a in page.with_attr("data-case"))
 
 
 def test_junit_survives_hostile_text(mixed: dict[str, Any]) -> None:
     xml = render_junit(hostile_results(mixed))
+    junit_schema().validate(xml)
     root = ET.fromstring(xml)
     names = [tc.get("name") or "" for tc in root.iter("testcase")]
     assert any(HOSTILE in n for n in names)
@@ -406,6 +465,31 @@ def test_text_summary_survives_hostile_text(mixed: dict[str, Any]) -> None:
 
 
 # ------------------------------------------------------------------------------------ JUnit
+
+@functools.lru_cache(maxsize=1)
+def junit_schema() -> Any:
+    """tests/fixtures/junit.xsd (the Jenkins "junit-10" shape) loaded with xmlschema."""
+    import xmlschema  # the test extra: pip install -e '.[test]'
+    return xmlschema.XMLSchema(str(JUNIT_XSD))
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_junit_validates_against_the_jenkins_xsd(name: str) -> None:
+    junit_schema().validate(render_junit(fixture(name)))
+
+
+@pytest.mark.parametrize("breakage", [
+    ('<testsuites name="drakit"', '<testsuites skipped="1" name="drakit"'),   # not a junit-10 attribute
+    ('<testsuite name="core"', '<testsuite'),                                 # name is required
+    ('time="0.', 'time="-0.'),                                                 # times are >= 0
+    ("</properties>", "</properties><properties/>"),                          # one properties block
+    ("<properties>", "<properties><flavour/>"),                               # unknown element
+], ids=["testsuites-skipped", "suite-without-name", "negative-time", "two-properties", "unknown-element"])
+def test_the_xsd_rejects_what_ci_readers_reject(mixed: dict[str, Any], breakage: tuple[str, str]) -> None:
+    xml = render_junit(mixed)
+    assert breakage[0] in xml
+    assert not junit_schema().is_valid(xml.replace(breakage[0], breakage[1], 1))
+
 
 def test_junit_structure(mixed: dict[str, Any]) -> None:
     root = ET.fromstring(render_junit(mixed))
@@ -426,7 +510,9 @@ def test_junit_structure(mixed: dict[str, Any]) -> None:
                                            else "drakit")
             assert tc.get("time") is not None
     skipped = list(root.iter("skipped"))
-    assert len(skipped) == mixed["summary"]["skipped"] + mixed["summary"]["xfail"] == int(root.get("skipped") or 0)
+    assert root.get("skipped") is None  # not part of the junit-10 <testsuites>
+    assert len(skipped) == mixed["summary"]["skipped"] + mixed["summary"]["xfail"] == sum(
+        int(s.get("skipped") or 0) for s in suites)
     assert all((s.get("message") or "").startswith("[") and len(s.get("message") or "") > 3 for s in skipped)
     assert sum((s.get("message") or "").startswith("[xfail] ") for s in skipped) == 1
     failures = list(root.iter("failure"))
@@ -434,7 +520,7 @@ def test_junit_structure(mixed: dict[str, Any]) -> None:
     assert (len(failures), len(errors)) == (mixed["summary"]["failed"], mixed["summary"]["error"])
     for el in failures + errors:
         assert el.get("message") and "\n" not in (el.get("message") or "")
-        assert "rerun: drakit run" in (el.text or "")
+        assert "rerun: drakit " in (el.text or "")
 
 
 def test_junit_gate_properties(mixed: dict[str, Any]) -> None:
@@ -476,3 +562,138 @@ def test_text_summary(mixed: dict[str, Any]) -> None:
     assert "\x1b[1;31mFAIL\x1b[0m" in colored
     passing = render_summary(fixture("all-passed"), color=False)
     assert "verdict: PASS" in passing and "failures:" not in passing
+
+
+# ------------------------------------------------------------------------------------ backends, divergences
+
+def test_matrix_columns_are_the_backends_that_ran_cases(mixed: dict[str, Any]) -> None:
+    assert matrix_backends(mixed) == ["reference", "cluster", "node-plugin"]
+    # a case file that did not load is reported on the pseudo-backend "-": no matrix column
+    broken = next(c for c in mixed["cases"] if reports.is_load_error(c))
+    broken["backend"] = "-"
+    assert "-" in reports.backend_order(mixed) and matrix_backends(mixed) == ["reference", "cluster", "node-plugin"]
+    page = Page(section(render_html(mixed), "matrix"))
+    assert [a["data-column"] for _, a in page.with_attr("data-column")] == ["reference", "cluster", "node-plugin"]
+    # a backend the environment does not list still gets a column when its cases name features
+    extra = copy.deepcopy(mixed["cases"][0])
+    extra["backend"] = "kind-cluster"
+    mixed["cases"].append(extra)
+    assert matrix_backends(mixed)[-1] == "kind-cluster"
+
+
+def test_node_plugin_column_shows_node_check_results(mixed: dict[str, Any]) -> None:
+    html = render_html(mixed)
+    head = section(html, "matrix").split("</thead>")[0]
+    assert 'data-column="node-plugin">node-plugin<br><span class="ftitle">v1.37.2 (kubelet on kwok-node-0)' in head
+    row = section(html, "matrix").split('data-feature="device-metadata"')[1].split("</tr>")[0]
+    node_cell = row.split('data-backend="node-plugin"')[1]
+    assert "✘ failed" in node_cell and "node-plugin/metadata-file-written" in node_cell
+    assert "sekrit-node" not in html  # the node-plugin's registration token is withheld
+
+
+def test_divergences_pair_up_statuses_of_one_case(mixed: dict[str, Any]) -> None:
+    found = divergences(mixed)
+    ids = [cid for cid, _ in found]
+    assert ids[0] == "core/match-attribute-constraint"
+    assert {b: c["status"] for b, c in found[0][1].items()} == {"reference": "passed", "cluster": "failed"}
+    assert "derived-attributes/cel-derived-memory" not in ids  # skipped on both: same status
+    assert not any(cid.startswith("node-plugin/") for cid in ids)  # ran on one backend only
+    page = Page(section(render_html(mixed), "divergences"))
+    assert [a["data-case"] for t, a in page.with_attr("data-case") if t == "tr"] == ids
+    same = copy.deepcopy(mixed)
+    for case in same["cases"]:
+        if case["backend"] == "cluster":
+            case["status"] = next((c["status"] for c in same["cases"]
+                                   if c["id"] == case["id"] and c["backend"] == "reference"), case["status"])
+    assert divergences(same) == []
+
+
+def test_matrix_row_flags_its_divergent_cases(mixed: dict[str, Any]) -> None:
+    matrix = section(render_html(mixed), "matrix")
+    core = matrix.split('data-feature="core"')[1].split("</tr>")[0]
+    assert '<a class="div-mark" href="#divergences">≠ 2 cases differ between backends</a>' in core
+    derived = matrix.split('data-feature="derived-attributes"')[1].split("</tr>")[0]
+    assert "div-mark" not in derived
+
+
+def test_big_skip_groups_start_collapsed(mixed: dict[str, Any]) -> None:
+    template = next(c for c in mixed["cases"] if c["status"] == "skipped" and c["skip"]["category"] == "inventory")
+    for i in range(reports_html.OPEN_SKIP_GROUP):
+        twin = copy.deepcopy(template)
+        twin["id"] = f"consumable-capacity/twin-{i:02d}"
+        mixed["cases"].append(twin)
+    page = Page(render_html(mixed))
+    groups = {a["id"]: "open" in a for t, a in page.tags if t == "details" and (a.get("id") or "").startswith("skips-")}
+    assert groups["skips-inventory"] is False and groups["skips-feature-disabled"] is True
+
+
+def test_long_texts_are_cut_with_a_visible_note(mixed: dict[str, Any]) -> None:
+    failure = mixed["cases"][next(i for i, c in enumerate(mixed["cases"]) if c["status"] == "failed")]["failure"]
+    failure["diagnostics"]["logs"] = {"driver": "".join(f"line {i:06d}\n" for i in range(20000)) + "FATAL at the end\n"}
+    failure["detail"] = "D" * (reports_html.TEXT_LIMIT + 500)
+    html = render_html(mixed)
+    text = Page(html).all_text()
+    assert "FATAL at the end" in text and "line 000000" in text  # head and tail of the log are kept
+    assert "characters cut here; the full log is in results.json" in text
+    assert text.count("✂ cut:") == 2
+    assert "the full text is in results.json" in text
+
+
+# ------------------------------------------------------------------------------------ text helpers
+
+def test_clean_text_makes_controls_and_bidi_overrides_visible() -> None:
+    assert clean_text("a\x07b\x1b[31m\u202eX\ud800\r\nq\tz\x85") == "a\\x07b\\x1b[31m\\u202eX\ufffd\nq\tz\\x85"
+
+
+def test_redaction_masks_url_passwords_and_bearer_tokens() -> None:
+    value, dropped = redact({"server": "https://admin:hunter2@10.0.0.1:6443", "apiKey": "k",
+                             "note": "Authorization: Bearer abcdefgh12345"})
+    assert dropped == 1 and value == {"server": "https://REDACTED@10.0.0.1:6443",
+                                      "note": "Authorization: Bearer REDACTED"}
+    assert redact_command(["drakit", "--server=https://u:p@h", "--token", "t"]) == [
+        "drakit", "--server=https://REDACTED@h", "--token", "REDACTED"]
+
+
+def test_quiet_summary_has_no_matrix(mixed: dict[str, Any]) -> None:
+    quiet = render_summary(mixed, color=False, matrix=False)
+    full = render_summary(mixed, color=False)
+    assert "KEP-4381" in full and "KEP-4381" not in quiet
+    assert not quiet.startswith("\n") and quiet.splitlines()[0].startswith("divergences: 9 cases")
+    for line in ("verdict: FAIL", "failures:"):
+        assert line in quiet.splitlines() and line in full.splitlines()
+
+
+def test_progress_line() -> None:
+    from reports.text import progress_line
+    assert progress_line(7, 70, {"passed": 6, "failed": 1}, color=False) == \
+        "[ 7/70]  6 passed  1 failed  0 error  0 skipped"
+    assert progress_line(3, None, {}, color=False) == "[3]  0 passed  0 failed  0 error  0 skipped"
+    assert "\x1b[1;31m1 failed\x1b[0m" in progress_line(1, 2, {"failed": 1}, color=True)
+    assert "\x1b" not in progress_line(1, 2, {"passed": 1}, color=True)  # only trouble is painted
+
+
+# ------------------------------------------------------------------------------------ merging node-check cases
+
+def test_merge_node_check_cases_adds_a_column(mixed: dict[str, Any]) -> None:
+    from reports import merge_cases
+    base = fixture("all-passed")
+    node_cases = [c for c in mixed["cases"] if c["backend"] == "node-plugin"]
+    merged = merge_cases(base, node_cases)
+    assert matrix_backends(merged) == [*base["environment"]["backends"], "node-plugin"]
+    assert merged["environment"]["backends"]["node-plugin"] == {
+        "kind": "node-plugin", "kubernetesVersion": "not reported", "featureGates": {}}
+    assert merged["summary"]["total"] == base["summary"]["total"] + 2
+    assert merged["verdict"]["result"] == "pass"  # the failing node case is optional
+    assert merge_cases(merged, node_cases) == merged  # merging twice changes nothing
+    assert base["summary"]["total"] == len(base["cases"])  # the input is left alone
+    with_env = merge_cases(base, node_cases, mixed["environment"]["backends"])
+    assert with_env["environment"]["backends"]["node-plugin"]["provider"] == "local"
+    required = copy.deepcopy(node_cases)
+    required[1]["profile"] = "required"
+    assert merge_cases(base, required)["verdict"]["result"] == "fail"
+    page = Page(section(render_html(merged), "matrix"))
+    assert [a["data-column"] for _, a in page.with_attr("data-column")][-1] == "node-plugin"
+    bad = copy.deepcopy(node_cases)
+    bad[0]["features"] = ["time-travel"]
+    with pytest.raises(ResultsError, match="unknown feature 'time-travel'"):
+        merge_cases(base, bad)

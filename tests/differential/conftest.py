@@ -1,0 +1,1 @@
+from tests.differential.oracle_fixture import oracle  # noqa: F401

@@ -154,6 +154,12 @@ class ClusterSession:
         self.run_id = run_id
         self.keep_on_failure = keep_on_failure
         self.created: list[tuple[str, str, str | None]] = []
+        from .reference import FaultState
+        self.faults = FaultState(case)
+
+    def inject_fault(self, node: str, device: str, kind: str, effect: str) -> None:
+        for obj in self.faults.inject(node, device, kind, effect):
+            self.apply(obj)
 
     def _ns(self, kind: str) -> str | None:
         return self.namespace if kind in NAMESPACED else None

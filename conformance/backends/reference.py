@@ -31,9 +31,15 @@ def case_namespace(case_id: str) -> str:
 class ReferenceSession:
     synchronous = True
 
-    def __init__(self, cluster: ReferenceCluster, namespace: str) -> None:
+    def __init__(self, cluster: ReferenceCluster, namespace: str, case: Case | None = None) -> None:
         self.cluster = cluster
         self.namespace = namespace
+        self.faults = FaultState(case)
+
+    def inject_fault(self, node: str, device: str, kind: str, effect: str) -> None:
+        """The fake driver sees a hardware fault and republishes the node's slices with a taint."""
+        for obj in self.faults.inject(node, device, kind, effect):
+            self.cluster.apply(obj)
 
     def _ns(self, kind: str) -> str | None:
         return self.namespace if kind in NAMESPACED else None
@@ -128,7 +134,7 @@ class ReferenceBackend:
                 cluster.apply(obj)
         except (ApiRejected, ValueError) as exc:
             raise HarnessError(f"installing the fake hardware failed: {exc}") from exc
-        return ReferenceSession(cluster, ns)
+        return ReferenceSession(cluster, ns, case)
 
 
 def hardware_objects(case: Case) -> list[dict[str, Any]]:
@@ -165,3 +171,24 @@ def served_apis(gates: Mapping[str, bool]) -> tuple[str, ...]:
     if gates.get("GenericWorkload"):
         apis.append("scheduling.k8s.io/v1beta1")
     return tuple(apis)
+
+
+class FaultState:
+    """The faults injected into a case's fake nodes, and the slices the driver republishes."""
+
+    def __init__(self, case: Case | None) -> None:
+        self.shapes = {n.name: n.shape for n in case.nodes if n.shape} if case else {}
+        self.faults: dict[str, list[Any]] = {}
+
+    def inject(self, node: str, device: str, kind: str, effect: str) -> list[dict[str, Any]]:
+        from fake_driver.slices import publish_slices
+        from fake_hw.faults import Fault
+        from fake_hw.inventory import build_inventory
+        shape = self.shapes.get(node)
+        if shape is None:
+            raise KeyError(f"node {node!r} has no fake hardware in this case")
+        inventory = build_inventory(shape, node)
+        inventory.device(device)  # KeyError for an unknown device
+        faults = self.faults.setdefault(node, [])
+        faults.append(Fault(device, kind, effect))  # type: ignore[arg-type]
+        return publish_slices(inventory, generation=len(faults) + 1, faults=faults)

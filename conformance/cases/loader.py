@@ -148,6 +148,10 @@ def _step(doc: Any, i: int, s: Any, file: str, start: int) -> Step:
         plain = tuple(_plain(m) for m in manifests)
         label = name or "apply " + ", ".join(f"{m['kind']}/{m['metadata'].get('name', '?')}" for m in plain)
         return Step(i, label, "apply", line, manifests=plain, expect_error=s.get("expectError"), within=within)
+    if "fault" in s:
+        f = _plain(s["fault"])
+        f.setdefault("effect", "NoSchedule")
+        return Step(i, name or f"fault {f['node']}/{f['device']} {f['kind']}", "fault", line, fault=f)
     if "advance" in s:
         return Step(i, name or f"advance {s['advance']}", "advance", line, seconds=_duration(s["advance"]))
     if "driverStatus" in s:

@@ -10,7 +10,7 @@ from typing import Any
 class Step:
     index: int
     name: str
-    kind: str  # apply | delete | expect | advance | driverStatus
+    kind: str  # apply | delete | expect | advance | driverStatus | fault
     line: int
     manifests: tuple[dict[str, Any], ...] = ()
     expect_error: str | None = None
@@ -19,6 +19,7 @@ class Step:
     within: float | None = None
     seconds: float | None = None                 # advance: how much time passes
     status: dict[str, Any] | None = None         # driverStatus: {claim, devices}
+    fault: dict[str, str] | None = None          # fault: {node, device, kind, effect}
 
 
 @dataclass(frozen=True)

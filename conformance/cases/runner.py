@@ -116,6 +116,16 @@ def _run_step(step: Step, s: Session, clock: Callable[[], float], sleep: Callabl
                 raise _Failure(step.line, f"{what} was accepted, expected a rejection containing {step.expect_error!r}",
                                expected=step.expect_error, actual="accepted")
         return
+    if step.kind == "fault":
+        assert step.fault is not None
+        inject = getattr(s, "inject_fault", None)
+        if inject is None:
+            raise HarnessError("this backend cannot inject hardware faults (fault steps need the fake driver)")
+        try:
+            inject(step.fault["node"], step.fault["device"], step.fault["kind"], step.fault["effect"])
+        except (KeyError, ValueError) as exc:
+            raise _Failure(step.line, f"fault injection failed: {exc}", status="error") from None
+        return
     if step.kind == "advance":
         assert step.seconds is not None
         advance = getattr(s, "advance", None)

@@ -43,7 +43,8 @@ DRIVER, NODE = "gpu.acme.example.com", "node-a"
 
 def claims_for(n: int) -> list[dict[str, Any]]:
     return [allocated_claim(f"bench-{i}", "bench", f"00000000-0000-4000-8000-{i:012d}", NODE,
-                            [{"request": "gpu", "driver": DRIVER, "pool": NODE, "device": "gpu0"}])
+                            # admin access: many claims may hold gpu0 at once, so no prepare is refused
+                            [{"request": "gpu", "driver": DRIVER, "pool": NODE, "device": "gpu0", "adminAccess": True}])
             for i in range(n)]
 
 
@@ -55,6 +56,30 @@ def msg(claim: dict[str, Any]) -> Any:
 def unmsg(claim: dict[str, Any]) -> Any:
     m = claim["metadata"]
     return pb.NodeUnprepareResourcesRequest(claims=[pb.Claim(namespace=m["namespace"], name=m["name"], uid=m["uid"])])
+
+
+def batch_msg(claims: list[dict[str, Any]], prepare: bool) -> Any:
+    refs = [pb.Claim(namespace=c["metadata"]["namespace"], name=c["metadata"]["name"], uid=c["metadata"]["uid"])
+            for c in claims]
+    return pb.NodePrepareResourcesRequest(claims=refs) if prepare else pb.NodeUnprepareResourcesRequest(claims=refs)
+
+
+def measure_batches(socket: Path, claims: list[dict[str, Any]], calls: int, per_call: int) -> None:
+    """Prepare+unprepare cycles of ``per_call`` claims in one request each; every answer checked."""
+    with grpc.insecure_channel(f"unix://{socket}") as channel:
+        stub = pbg.DRAPluginStub(channel)
+        errors = 0
+
+        def cycle(i: int) -> None:
+            nonlocal errors
+            batch = claims[(i * per_call) % (len(claims) - per_call):][:per_call]
+            got = stub.NodePrepareResources(batch_msg(batch, True), timeout=30)
+            errors += sum(1 for r in got.claims.values() if r.error)
+            stub.NodeUnprepareResources(batch_msg(batch, False), timeout=30)
+
+        samples = timed(calls, cycle)
+    report(f"{per_call} claims per call", samples)
+    print(f"  {'':24} {calls * per_call / sum(samples):8.0f} claims/s prepared and unprepared, {errors} per-claim errors")
 
 
 def timed(n: int, call: Callable[[int], None]) -> list[float]:
@@ -100,6 +125,7 @@ def measure(socket: Path, claims: list[dict[str, Any]], calls: int, warmup: int)
     report("prepare (new claim)", new)
     report("prepare (prepared)", again)
     report("prepare+unprepare", cycles)
+    measure_batches(socket, claims, max(1, calls // 32), 32)
 
 
 def in_thread(root: Path, claims: list[dict[str, Any]], calls: int, warmup: int) -> None:

@@ -370,6 +370,28 @@ def compare(ours: Outcome, upstream: Outcome, *, check_text: bool = True, check_
     return c
 
 
+def signature(c: Comparison) -> tuple[object, ...]:
+    """What kind of divergence a comparison shows (statuses and error kinds of both sides, and
+    which aspects differ): a minimised input must keep the same signature."""
+    aspects = tuple(sorted({d.split(":", 1)[0].split(" ", 2)[0] for d in c.differences}))
+    return (c.ours.status, c.upstream.status, c.ours.kind, c.upstream.kind, aspects)
+
+
+def minimise_divergence(oracle: Any, inp: Mapping[str, Any], **kw: Any) -> tuple[dict[str, Any], Comparison]:
+    """Shrink an input that diverges to a small one with the same :func:`signature`."""
+    from .minimise import minimise
+
+    def check(i: Mapping[str, Any]) -> Comparison:
+        return compare(run_ours(i), outcome_from_oracle(oracle.run(oracle_request(i, **kw))))
+
+    first = check(inp)
+    if first.same:
+        return dict(inp), first
+    want = signature(first)
+    small = minimise(dict(inp), lambda i: signature(check(i)) == want)
+    return small, check(small)
+
+
 def compare_inputs(oracle: Any, inputs: Sequence[Mapping[str, Any]], **kw: Any) -> list[Comparison]:
     """Run every input through both allocators (the oracle in one batch)."""
     upstream = list(run_upstream(oracle, inputs, **{k: v for k, v in kw.items() if k in ("allocators", "timeout")}))
@@ -389,6 +411,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("files", nargs="+")
     ap.add_argument("--allocators", default=",".join(DEFAULT_ALLOCATORS),
                     help="upstream implementations the oracle may pick (comma list; empty: as the scheduler)")
+    ap.add_argument("--minimise", action="store_true", help="shrink every diverging input and print it as JSON")
     args = ap.parse_args(argv)
     inputs: list[dict[str, Any]] = []
     for f in args.files:
@@ -403,13 +426,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OracleUnavailable as exc:
         print(f"oracle unavailable: {exc}", file=sys.stderr)
         return 2
+    allocators = [a for a in args.allocators.split(",") if a]
     with oracle:
-        comps = compare_inputs(oracle, inputs, allocators=[a for a in args.allocators.split(",") if a])
-    bad = 0
-    for i, c in enumerate(comps):
-        if not c.same:
-            bad += 1
-        print(f"# input {i}: {'same' if c.same else 'DIFFERENT'}\n{c.report()}")
+        comps = compare_inputs(oracle, inputs, allocators=allocators)
+        bad = 0
+        for i, c in enumerate(comps):
+            if not c.same:
+                bad += 1
+            print(f"# input {i}: {'same' if c.same else 'DIFFERENT'}\n{c.report()}")
+            if not c.same and args.minimise:
+                small, sc = minimise_divergence(oracle, inputs[i], allocators=allocators)
+                print(f"# input {i}, minimised:\n{sc.report()}\n{json.dumps(small)}")
     print(f"{len(comps) - bad} same, {bad} different")
     return 1 if bad else 0
 

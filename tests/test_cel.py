@@ -480,7 +480,25 @@ COMPILE_ERRORS = [
     ('[1, "a"].size() == 2', "expected type 'int' but found 'string'"),
     ('{"a": 1, "b": "c"}.size() == 2', "expected type 'int' but found 'string'"),
     ('"a" + 1 == "a1"', "found no matching overload for '_+_'"),
+    # Attribute values are dyn upstream, so they do not mix with int in a literal (found by
+    # running the derived-attributes suite on a 1.37.2 API server); device.driver is a string.
+    ('[device.attributes["a.example.com"].numa, device.attributes["a.example.com"].numa + 1].size() == 2',
+     "expected type 'dyn' but found 'int'"),
+    ('[device.attributes["a.example.com"]["numa"], 1].size() == 2', "expected type 'dyn' but found 'int'"),
+    ("[device.driver, 1].size() == 2", "expected type 'string' but found 'int'"),
+    ("[dyn(1), 2].size() == 2", "expected type 'dyn' but found 'int'"),
 ]
+
+HOMOGENEOUS_OK = [
+    '[int(device.attributes["a.example.com"].numa), device.attributes["a.example.com"].numa + 1].size() == 2',
+    '[device.attributes["a.example.com"].numa, device.attributes["b.example.com"].numa].size() == 2',
+    '[device.driver, "x"].size() == 2',
+]
+
+
+@pytest.mark.parametrize("expression", HOMOGENEOUS_OK)
+def test_homogeneous_literals_accepted(expression: str) -> None:
+    compile_selector(expression)
 
 
 @pytest.mark.parametrize("expression, message", COMPILE_ERRORS)

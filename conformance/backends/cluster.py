@@ -70,17 +70,23 @@ class KubeApi:
     def create(self, obj: dict[str, Any]) -> dict[str, Any]:
         res = self.resource(obj["apiVersion"], obj["kind"])
         ns = obj["metadata"].get("namespace")
-        return self._call(lambda: res.create(body=obj, namespace=ns, field_validation="Strict"), obj)
+        return self._call(lambda: self._strict("post", res.path(namespace=ns), obj), obj)
 
     def replace(self, obj: dict[str, Any]) -> dict[str, Any]:
         res = self.resource(obj["apiVersion"], obj["kind"])
         ns = obj["metadata"].get("namespace")
-        return self._call(lambda: res.replace(body=obj, namespace=ns, field_validation="Strict"), obj)
+        return self._call(lambda: self._strict("put", res.path(name=obj["metadata"]["name"], namespace=ns), obj), obj)
 
     def replace_status(self, obj: dict[str, Any]) -> dict[str, Any]:
         res = self.resource(obj["apiVersion"], obj["kind"]).subresources["status"]
         ns = obj["metadata"].get("namespace")
-        return self._call(lambda: res.replace(body=obj, namespace=ns, field_validation="Strict"), obj)
+        return self._call(lambda: self._strict("put", res.path(name=obj["metadata"]["name"], namespace=ns), obj), obj)
+
+    def _strict(self, method: str, path: str, obj: dict[str, Any]) -> Any:
+        """Write with fieldValidation=Strict, as kubectl does: an unknown or duplicate field is an
+        error, not a warning with the field silently dropped. (The DynamicClient accepts a
+        field_validation argument but never sends it, so the query goes into the path.)"""
+        return self.dynamic.request(method, f"{path}?fieldValidation=Strict", body=obj)
 
     def get(self, kind: str, name: str, namespace: str | None) -> dict[str, Any] | None:
         from kubernetes.dynamic.exceptions import NotFoundError

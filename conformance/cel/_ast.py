@@ -319,8 +319,10 @@ def _unwrap_optional(t: Any) -> Any:
 def homogeneous_literal_issues(checked: Any) -> list[tuple[int, str]]:
     """Mixed-type list/map literals, which Kubernetes' environment rejects after type checking.
 
-    Members typed ``dyn`` are skipped: everything read from ``device`` is ``dyn`` in this
-    environment, while upstream knows e.g. ``device.driver`` is a string.
+    Everything read from ``device`` is ``dyn`` in this environment, while upstream types some of
+    it: a member typed ``dyn`` here takes the type upstream gives it (:func:`_upstream_type`),
+    and is skipped when that is not known. Like upstream, ``dyn`` and ``int`` do not mix:
+    ``[device.attributes["d"].numa, 1]`` is an error.
     """
     types = checked.type_map
     issues: list[tuple[int, str]] = []
@@ -330,28 +332,69 @@ def homogeneous_literal_issues(checked: Any) -> list[tuple[int, str]]:
             continue
         if kind == "list_expr":
             optional = set(expr.list_expr.optional_indices)
-            elements = [(e.id, i in optional) for i, e in enumerate(expr.list_expr.elements)]
+            elements = [(e, i in optional) for i, e in enumerate(expr.list_expr.elements)]
             issues += _mismatches(types, elements)
         elif not expr.struct_expr.message_name:
             entries = expr.struct_expr.entries
-            issues += _mismatches(types, [(e.map_key.id, False) for e in entries])
-            issues += _mismatches(types, [(e.value.id, e.optional_entry) for e in entries])
+            issues += _mismatches(types, [(e.map_key, False) for e in entries])
+            issues += _mismatches(types, [(e.value, e.optional_entry) for e in entries])
     return issues
 
 
-def _mismatches(types: Any, members: list[tuple[int, bool]]) -> list[tuple[int, str]]:
-    first = None
-    for node_id, optional in members:
+#: Upstream's static types of ``device`` fields that are ``dyn`` in this environment.
+_DEVICE_FIELD_TYPES = {"driver": "string", "allowMultipleAllocations": "bool"}
+
+
+def _is_device_map(expr: Any, field: str) -> bool:
+    """``device.<field>`` (``attributes`` or ``capacity``)."""
+    if expr.WhichOneof("expr_kind") != "select_expr":
+        return False
+    sel = expr.select_expr
+    return sel.field == field and sel.operand.WhichOneof("expr_kind") == "ident_expr" and sel.operand.ident_expr.name == DEVICE
+
+
+def _domain_of(expr: Any, field: str) -> bool:
+    """``device.<field>["domain"]`` or ``device.<field>.domain`` (a domain's map)."""
+    kind = expr.WhichOneof("expr_kind")
+    if kind == "call_expr" and expr.call_expr.function in _LOOKUP_CALLS and expr.call_expr.args:
+        return _is_device_map(expr.call_expr.args[0], field)
+    return kind == "select_expr" and _is_device_map(expr.select_expr.operand, field)
+
+
+def _upstream_type(expr: Any) -> str | None:
+    """The type upstream's checker gives a member this environment types ``dyn``, or None."""
+    kind = expr.WhichOneof("expr_kind")
+    if kind == "select_expr":
+        sel = expr.select_expr
+        if sel.operand.WhichOneof("expr_kind") == "ident_expr" and sel.operand.ident_expr.name == DEVICE:
+            return _DEVICE_FIELD_TYPES.get(sel.field)
+        if _domain_of(sel.operand, "attributes"):
+            return "dyn"  # attribute values are dyn upstream too
+        return None
+    if kind == "call_expr":
+        call = expr.call_expr
+        if call.function == "dyn":
+            return "dyn"
+        if call.function in _LOOKUP_CALLS and call.args and _domain_of(call.args[0], "attributes"):
+            return "dyn"
+    return None
+
+
+def _mismatches(types: Any, members: list[tuple[Any, bool]]) -> list[tuple[int, str]]:
+    first: str | None = None
+    for expr, optional in members:
+        node_id = expr.id
         if node_id not in types:
             continue
         t = _unwrap_optional(types[node_id]) if optional else types[node_id]
-        if t.WhichOneof("type_kind") == "dyn":
-            continue  # ``device`` is dyn here but typed upstream: never report what we cannot know
+        name = _upstream_type(expr) if t.WhichOneof("type_kind") == "dyn" else _format_type(t)
+        if name is None:
+            continue  # dyn here and of a type we cannot know upstream: never report it
         if first is None:
-            first = t
+            first = name
             continue
-        if t != first:
-            return [(node_id, f"expected type '{_format_type(first)}' but found '{_format_type(t)}'")]
+        if name != first:
+            return [(node_id, f"expected type '{first}' but found '{name}'")]
     return []
 
 

@@ -14,13 +14,17 @@ import json
 import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from clusters.kind import KindCluster
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-PROVIDERS = ("local",)
+PROVIDERS = ("local", "kind")
 
 
 def add_parsers(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
-    cl = subparsers.add_parser("cluster", help="build, start, stop or inspect a test cluster (provider: local)")
+    cl = subparsers.add_parser("cluster", help="build, start, stop or inspect a test cluster (providers: local, kind)")
     sub = cl.add_subparsers(dest="cluster_command", required=True)
 
     b = sub.add_parser("build", help="build the local control plane binaries (Go needed; cached outside the repo)")
@@ -37,9 +41,21 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPars
         choices=("on-bind", "prepared"),
         help="kwok pod behaviour: Running on bind, or Running once the node agent marks claims prepared",
     )
-    up.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for each component (default: 180)")
+    up.add_argument("--timeout", type=float, default=None,
+                    help="seconds to wait for each component (default: 180 local, 600 kind)")
+    kind = up.add_argument_group("kind provider (needs a running Docker engine and kind on PATH)")
+    kind.add_argument("--name", default=None, help="kind cluster name (default: drakit)")
+    kind.add_argument("--node-image", default=None, help="kindest/node:v1.37.x image (default: kind v0.33.0's v1.37.0)")
+    kind.add_argument("--workers", type=int, default=1, help="worker nodes (default: 1)")
+    kind.add_argument("--image", default=None, help="fake driver image (default: drakit/fake-driver:<version>)")
+    kind.add_argument("--no-build", action="store_true", help="do not build --image; it must exist in the local Docker engine")
+    kind.add_argument("--no-driver", action="store_true", help="do not install the fake drivers")
+    kind.add_argument("--hardware", default=None, help="bundled fake_hw shape every node emulates (default: server-8gpu)")
+    kind.add_argument("--keep-on-failure", action="store_true", help="keep the cluster when installing the drivers fails")
 
     down = sub.add_parser("down", help="stop a cluster started with 'cluster up' and remove its run dir")
+    down.add_argument("--provider", default="local", choices=PROVIDERS)
+    down.add_argument("--name", default=None, help="kind cluster name (default: drakit)")
     down.add_argument("--run-dir", default=None)
     down.add_argument("--keep-logs", action="store_true", help="keep the run dir's logs/ folder")
 
@@ -83,6 +99,8 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _up(args: argparse.Namespace) -> int:
+    if args.provider == "kind":
+        return _up_kind(args)
     from clusters.local import gates, launcher
 
     try:
@@ -97,7 +115,7 @@ def _up(args: argparse.Namespace) -> int:
         dra_gates=not args.no_dra_gates,
         stage_set=args.stage_set,
         detached=True,
-        timeout=args.timeout,
+        timeout=180.0 if args.timeout is None else args.timeout,
         progress=lambda m: print(f"cluster: {m}", flush=True),
     )
     try:
@@ -116,6 +134,8 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
+    if args.provider == "kind":
+        return _down_kind(args)
     from clusters.local import launcher
 
     try:
@@ -151,4 +171,51 @@ def _status(args: argparse.Namespace) -> int:
     alive = ", ".join(f"{n}{'' if p['alive'] else ' (dead)'}" for n, p in c["processes"].items())
     print(f"cluster: {run_dir}: {'ready' if c['apiserver_ready'] else 'NOT ready'}; processes: {alive}")
     print(f"export KUBECONFIG={shlex.quote(str(c['kubeconfig']))}")
+    return EXIT_OK
+
+
+def _kind_cluster(args: argparse.Namespace, **kwargs: Any) -> KindCluster:
+    from clusters.kind import KindCluster
+
+    return KindCluster(args.name or "drakit", run_dir=args.run_dir,
+                       progress=lambda m: print(f"cluster: {m}", flush=True), **kwargs)
+
+
+def _up_kind(args: argparse.Namespace) -> int:
+    from clusters.kind import ClusterError
+    from clusters.local.gates import GateError
+
+    opts: dict[str, Any] = {"gates": args.feature_gates, "dra_gates": not args.no_dra_gates,
+                            "workers": args.workers, "install_driver": not args.no_driver,
+                            "build_image": not args.no_build, "keep_on_failure": args.keep_on_failure}
+    for key, value in (("node_image", args.node_image), ("driver_image", args.image),
+                       ("shape", args.hardware), ("timeout", args.timeout)):
+        if value is not None:
+            opts[key] = value
+    try:
+        cluster = _kind_cluster(args, **opts)
+    except (ClusterError, GateError) as e:
+        print(f"drakit cluster: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        cluster.up()
+    except ClusterError as e:
+        return _err(str(e))
+    on = sorted(n for n, v in cluster.gates.items() if v)
+    print(f"feature gates on: {', '.join(on) or '(defaults)'} (GA gates locked on are not listed)")
+    print(f"kubeconfig: {cluster.kubeconfig}")
+    print(f"export KUBECONFIG={shlex.quote(str(cluster.kubeconfig))}")
+    print(f"stop with: drakit cluster down --provider kind --name {shlex.quote(cluster.name)}")
+    return EXIT_OK
+
+
+def _down_kind(args: argparse.Namespace) -> int:
+    from clusters.kind import ClusterError
+
+    try:
+        cluster = _kind_cluster(args, install_driver=False)
+        cluster.down()
+    except ClusterError as e:
+        return _err(str(e))
+    print(f"deleted kind cluster {cluster.name}")
     return EXIT_OK

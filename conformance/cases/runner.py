@@ -135,8 +135,17 @@ def _run_step(step: Step, s: Session, clock: Callable[[], float], sleep: Callabl
             sleep(step.seconds)
         return
     if step.kind == "driverStatus":
-        _driver_status(step, s)
-        return
+        # On a real cluster the scheduler may not have allocated the claim yet, and controllers
+        # write the claim concurrently: retry what can still change, like an expect step.
+        deadline = clock() + (step.within if step.within is not None else DEFAULT_WITHIN)
+        while True:
+            try:
+                _driver_status(step, s)
+                return
+            except _NotYet as exc:
+                if s.synchronous or clock() >= deadline:
+                    raise _Failure(exc.line, exc.summary, exc.expected, exc.actual) from None
+            sleep(POLL_INTERVAL)
     if step.kind == "delete":
         for d in step.deletes:
             try:
@@ -159,6 +168,10 @@ def _run_step(step: Step, s: Session, clock: Callable[[], float], sleep: Callabl
         sleep(POLL_INTERVAL)
 
 
+class _NotYet(_Failure):
+    """A driverStatus step whose claim is not (yet) in the state it needs."""
+
+
 def _driver_status(step: Step, s: Session) -> None:
     """Write ``status.devices`` of a claim as its driver would: read the claim, replace the
     entries of the named devices (resolved from the allocation for ``request`` items), write
@@ -168,10 +181,10 @@ def _driver_status(step: Step, s: Session) -> None:
     try:
         name = claim_name(s, body["claim"])
     except ExpectationFailed as exc:
-        raise _Failure(step.line, exc.summary, exc.expected, exc.actual) from None
+        raise _NotYet(step.line, exc.summary, exc.expected, exc.actual) from None
     claim = s.get("ResourceClaim", name)
     if claim is None:
-        raise _Failure(step.line, f"claim {name} does not exist")
+        raise _NotYet(step.line, f"claim {name} does not exist")
     status = dict(claim.get("status") or {})
     results = (((status.get("allocation") or {}).get("devices") or {}).get("results")) or []
     now = getattr(s, "now", None)
@@ -182,7 +195,7 @@ def _driver_status(step: Step, s: Session) -> None:
             req = item["request"]
             targets = [r for r in results if r["request"] == req or r["request"].split("/", 1)[0] == req]
             if not targets:
-                raise _Failure(step.line, f"claim {name} has no allocated device for request {req!r}",
+                raise _NotYet(step.line, f"claim {name} has no allocated device for request {req!r}",
                                expected=req, actual=[r["request"] for r in results])
             keys = [{"driver": r["driver"], "pool": r["pool"], "device": r["device"],
                      **({"shareID": r["shareID"]} if r.get("shareID") else {})} for r in targets]
@@ -210,6 +223,8 @@ def _driver_status(step: Step, s: Session) -> None:
     try:
         update("ResourceClaim", name, status)
     except ApiRejected as exc:
+        if "the object has been modified" in str(exc):
+            raise _NotYet(step.line, f"the status of claim {name} kept changing: {exc}") from None
         if step.expect_error is None:
             raise _Failure(step.line, f"the status of claim {name} was rejected: {exc}", expected="accepted",
                            actual=str(exc)) from None

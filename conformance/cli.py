@@ -25,8 +25,17 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("-k", dest="keyword", default=None, help="only cases matching this pytest -k expression")
     run.add_argument("-m", dest="markexpr", default=None, help="only cases matching this marker expression, e.g. feature_core")
     run.add_argument("--feature-gates", default="", help="reference backend gates on top of the 1.37 defaults, A=true,B=false")
-    run.add_argument("--profile", default=None, help="vendor profile YAML for the case placeholders")
-    run.add_argument("--kubeconfig", default=None, help="cluster backend: the cluster's kubeconfig (default: $KUBECONFIG)")
+    run.add_argument("--vendor", "--profile", dest="vendor", default=None, metavar="PROFILE",
+                     help="vendor profile YAML: the driver under test, its device classes and attribute names "
+                          "(default: drakit's fake drivers, fake_driver/profile.yaml). For a vendor's own driver "
+                          "the cluster's ResourceSlices are used and cases needing the fake driver are skipped")
+    run.add_argument("--kubeconfig", default=None,
+                     help="cluster backend: the cluster's kubeconfig (default: $KUBECONFIG, then ~/.kube/config)")
+    run.add_argument("--context", default=None, help="cluster backend: kubeconfig context (default: current-context)")
+    run.add_argument("--install-driver", action="store_true",
+                     help="cluster backend: install drakit's fake driver for the run and remove it afterwards "
+                          "(without it drakit installs nothing cluster-wide beyond each case's own objects)")
+    run.add_argument("--driver-image", default=None, help="cluster backend: the fake driver image for --install-driver")
     run.add_argument("--cluster", default=None, choices=("local",),
                      help="cluster backend: start drakit's local control plane for the run (see 'drakit cluster build')")
     run.add_argument("--keep-on-failure", action="store_true", help="cluster backend: keep a failed case's objects")
@@ -51,9 +60,13 @@ def _parser() -> argparse.ArgumentParser:
                           "output folder is rewritten with them (repeatable)")
     rep.add_argument("--out", default=None, help="output folder (default: next to results.json, or next to NEW)")
 
-    lint = sub.add_parser("lint", help="load case files and print every problem (no target needed)")
+    lint = sub.add_parser("lint", help="load case files and print every problem (no target needed)",
+                          description="Load case files (the bundled suites when no path is given) and print every "
+                                      "problem as file:line: path: message. With --vendor the profile is checked "
+                                      "first, and the cases it leaves out are counted.")
     lint.add_argument("paths", nargs="*")
-    lint.add_argument("--profile", default=None)
+    lint.add_argument("--vendor", "--profile", dest="vendor", default=None, metavar="PROFILE",
+                      help="vendor profile YAML to check and to resolve the placeholders with")
 
     sub.add_parser("features", help="list the DRA features of Kubernetes 1.37 that drakit knows")
     from clusters import cli as cluster_cli
@@ -112,10 +125,16 @@ def cmd_run(args: argparse.Namespace) -> int:
                    "--drakit-backend", args.backend, "--drakit-out", str(out), "-n", str(args.workers)]
     if args.feature_gates:
         pytest_args += ["--drakit-feature-gates", args.feature_gates]
-    if args.profile:
-        pytest_args += ["--drakit-profile", args.profile]
+    if args.vendor:
+        pytest_args += ["--drakit-vendor", args.vendor]
     if args.kubeconfig:
         pytest_args += ["--drakit-kubeconfig", args.kubeconfig]
+    if args.context:
+        pytest_args += ["--drakit-context", args.context]
+    if args.install_driver:
+        pytest_args += ["--drakit-install-driver"]
+    if args.driver_image:
+        pytest_args += ["--drakit-driver-image", args.driver_image]
     if args.cluster:
         pytest_args += ["--drakit-cluster", args.cluster]
     if args.keep_on_failure:
@@ -205,25 +224,38 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
-    from fake_driver.profile import load_profile
+    from fake_driver.profile import load_profile, load_vendor_profile
     from .cases.loader import load_file
+    from .cases.needs import NEEDS_FAKE_DRIVER, vendor_unmet
     paths = _paths(args.paths)
     if paths is None:
         return EXIT_USAGE
     try:
-        profile = load_profile(args.profile)
+        vendor = load_vendor_profile(args.vendor)
     except (OSError, ValueError) as exc:
-        print(f"drakit: --profile: {exc}", file=sys.stderr)
+        print(exc)  # file:line: field: problem
+        print("vendor profile: 1 error")
         return EXIT_USAGE
+    if args.vendor:
+        kind = "drakit's fake driver" if vendor.fake else "a vendor's own driver"
+        print(f"{args.vendor}: vendor profile {vendor.name!r} is valid: {', '.join(vendor.driver_names)} ({kind})")
     files = sorted({f for p in paths for f in ([p] if p.is_file() else p.rglob("*.case.yaml"))})
-    n_cases, n_errors = 0, 0
+    n_cases, n_errors, skipped = 0, 0, {NEEDS_FAKE_DRIVER: 0, "not-applicable": 0}
+    vocabulary = frozenset(load_profile())
     for f in files:
-        loaded = load_file(f, profile)
+        loaded = load_file(f, vendor.placeholders(), vocabulary=vocabulary)
         n_cases += len(loaded.cases)
+        for case in loaded.cases:
+            unmet = vendor_unmet(case, vendor)
+            if unmet:
+                skipped[unmet[0]] += 1
         for err in loaded.errors:
             n_errors += 1
             print(err)
     print(f"{len(files)} files, {n_cases} cases, {n_errors} errors")
+    if args.vendor and any(skipped.values()):
+        print(f"with this profile: {skipped[NEEDS_FAKE_DRIVER]} cases need drakit's fake driver and "
+              f"{skipped['not-applicable']} use placeholders it does not define (both are skipped)")
     return EXIT_USAGE if n_errors else EXIT_OK
 
 

@@ -4,12 +4,20 @@ Collection is deterministic (file order, document order, a fixed backend order) 
 to a target, so ``-n 2`` workers agree with the controller. A case file that cannot be loaded
 becomes an item that errors with one ``file:line: path: message`` line: the other cases still
 run and every result reaches ``results.json``.
+
+The vendor profile (``--drakit-vendor``) names the driver under test. A case that needs powers
+only drakit's fake driver has is skipped as ``needs-fake-driver`` when that driver is a vendor's
+own, and a case using a placeholder the profile does not define as ``not-applicable``
+(:mod:`conformance.cases.needs`). A kubeconfig that cannot be used is a usage error before any
+case runs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -18,6 +26,7 @@ import pytest
 
 from .cases.loader import load_file
 from .cases.model import Case
+from .cases.needs import vendor_unmet
 from .cases.runner import run_case
 from .errors import LoadError
 from .features import BY_ID, FEATURES, parse_gates
@@ -27,6 +36,8 @@ BACKEND_ORDER = ("reference", "cluster")
 SUFFIX = ".case.yaml"
 _BACKENDS = pytest.StashKey[dict[str, Any]]()
 _PROFILE = pytest.StashKey[dict[str, str]]()
+_VENDOR = pytest.StashKey[Any]()  # fake_driver.profile.VendorProfile
+_VOCABULARY = pytest.StashKey[frozenset[str]]()
 _COLLECTOR = pytest.StashKey[ResultsCollector]()
 
 
@@ -36,13 +47,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="comma-separated backends to run the cases on: reference, cluster (default: reference)")
     g.addoption("--drakit-feature-gates", default="",
                 help="feature gates of the reference backend on top of the 1.37 defaults, e.g. DRAListTypeAttributes=true")
-    g.addoption("--drakit-profile", default=None,
-                help="vendor profile YAML that resolves ${driver.*}, ${class.*}, ${attr.*} (default: the fake driver's)")
+    g.addoption("--drakit-vendor", "--drakit-profile", dest="drakit_vendor", default=None,
+                help="vendor profile YAML naming the driver under test, its classes and attribute names; it resolves "
+                     "${driver.*}, ${class.*}, ${attr.*} (default: the fake drivers'). With a vendor's own driver the "
+                     "cluster's ResourceSlices are used and cases needing the fake driver are skipped")
     g.addoption("--drakit-out", default=None, help="write results.json, junit.xml and report.html to this folder")
     g.addoption("--drakit-no-node-side", action="store_true",
                 help="reference backend: do not prepare claims through the fake drivers' gRPC sockets")
     g.addoption("--drakit-kubeconfig", default=None,
-                help="cluster backend: kubeconfig of the cluster under test (default: $KUBECONFIG)")
+                help="cluster backend: kubeconfig of the cluster under test (default: $KUBECONFIG, then ~/.kube/config)")
+    g.addoption("--drakit-context", default=None,
+                help="cluster backend: kubeconfig context to use (default: the file's current-context)")
+    g.addoption("--drakit-install-driver", action="store_true",
+                help="cluster backend: install drakit's fake driver (fake_driver.deploy) for the run and remove it "
+                     "after; without it drakit installs nothing cluster-wide beyond each case's own objects")
+    g.addoption("--drakit-driver-image", default=None,
+                help="cluster backend: the fake driver image for --drakit-install-driver (default: drakit/fake-driver:<version>)")
     g.addoption("--drakit-cluster", default=None, choices=(None, "local"),
                 help="cluster backend: start drakit's local control plane (upstream 1.37 binaries + kwok) for the run")
     g.addoption("--drakit-keep-on-failure", action="store_true",
@@ -69,16 +89,42 @@ def pytest_configure(config: pytest.Config) -> None:
         gates = parse_gates(config.getoption("--drakit-feature-gates"))
     except ValueError as exc:
         raise pytest.UsageError(f"--drakit-feature-gates: {exc}") from None
-    from fake_driver.profile import load_profile
+    from fake_driver.profile import load_profile, load_vendor_profile
     try:
-        config.stash[_PROFILE] = load_profile(config.getoption("--drakit-profile"))
+        vendor = load_vendor_profile(config.getoption("--drakit-vendor"))
     except (OSError, ValueError) as exc:
-        raise pytest.UsageError(f"--drakit-profile: {exc}") from None
+        raise pytest.UsageError(f"vendor profile: {exc}") from None
+    config.stash[_VENDOR] = vendor
+    config.stash[_PROFILE] = vendor.placeholders()
+    config.stash[_VOCABULARY] = frozenset(load_profile())  # the keys drakit's own cases may use
+    if "cluster" in backends:
+        _check_cluster_options(config, vendor)
     config.stash[_BACKENDS] = {"names": [b for b in BACKEND_ORDER if b in backends], "gates": gates, "instances": {}}
     if not hasattr(config, "workerinput"):
-        collector = ResultsCollector(config, gates=gates, backends=config.stash[_BACKENDS]["names"])
+        collector = ResultsCollector(config, gates=gates, backends=config.stash[_BACKENDS]["names"], vendor=vendor)
         config.stash[_COLLECTOR] = collector
         config.pluginmanager.register(collector, "drakit-results")
+
+
+def _check_cluster_options(config: pytest.Config, vendor: Any) -> None:
+    """Usage errors of the cluster options, found before anything connects (no traceback)."""
+    opt = config.getoption
+    local = opt("--drakit-cluster") == "local"
+    if local and (opt("--drakit-kubeconfig") or opt("--drakit-context")):
+        raise pytest.UsageError("--cluster local starts its own cluster: drop --kubeconfig/--context")
+    if opt("--drakit-install-driver"):
+        if not vendor.fake:
+            raise pytest.UsageError(f"--install-driver installs drakit's fake driver, but the vendor profile "
+                                    f"{vendor.name!r} names {', '.join(vendor.driver_names)}")
+        if local:
+            raise pytest.UsageError("--install-driver needs nodes that run containers; the local cluster's "
+                                    "kwok nodes do not (its fake hardware is published per case)")
+    if not local:
+        from .backends.kubeconfig import KubeconfigError, resolve_kubeconfig
+        try:
+            resolve_kubeconfig(opt("--drakit-kubeconfig"), opt("--drakit-context"))
+        except KubeconfigError as exc:
+            raise pytest.UsageError(str(exc)) from None
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -97,8 +143,17 @@ def _backend(config: pytest.Config, name: str) -> Any:
             from .backends.noderuntime import shutdown
             config.add_cleanup(shutdown)
         else:
-            from .backends.cluster import ClusterBackend  # noqa: F401 - raises a clear error until it exists
-            inst = ClusterBackend(config)
+            from .backends.base import HarnessError
+            from .backends.cluster import ClusterBackend
+            try:
+                inst = ClusterBackend(config, vendor=config.stash[_VENDOR])
+            except HarnessError as exc:  # nothing can run on this cluster: stop with the one line
+                message = f"drakit: cluster backend: {exc}"
+                if config.pluginmanager.get_plugin("terminalreporter") is None:  # drakit run: say it here
+                    capman = config.pluginmanager.get_plugin("capturemanager")
+                    with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
+                        sys.stderr.write(message + "\n")
+                pytest.exit(message, returncode=pytest.ExitCode.USAGE_ERROR)
         state["instances"][name] = inst
     return inst
 
@@ -109,7 +164,8 @@ class CaseFile(pytest.File):
             display = str(self.path.relative_to(self.config.rootpath))
         except ValueError:
             display = str(self.path)
-        loaded = load_file(self.path, self.config.stash[_PROFILE], display=display)
+        loaded = load_file(self.path, self.config.stash[_PROFILE], display=display,
+                           vocabulary=self.config.stash[_VOCABULARY])
         for err in loaded.errors:
             yield LoadErrorItem.from_parent(self, name=f"load-error[{display}:{err.line or 0}]", error=err)
         backends = self.config.stash[_BACKENDS]["names"]
@@ -146,10 +202,23 @@ class CaseItem(pytest.Item):
         self.user_properties.append(("drakit", json.dumps(data, sort_keys=True, default=str)))
 
     def setup(self) -> None:
-        unmet = _backend(self.config, self.backend).unmet(self.case)
+        backend = _backend(self.config, self.backend)
+        self._record_environment(backend)
+        unmet = vendor_unmet(self.case, self.config.stash[_VENDOR]) or backend.unmet(self.case)
         if unmet:
             self._record(outcome="skipped")
             pytest.skip(f"[{unmet[0]}] {unmet[1]}")
+
+    def _record_environment(self, backend: Any) -> None:
+        """Send the backend's environment (version, provider, gates...) to the controller once per
+        process, riding on this item's report."""
+        sent = self.config.stash[_BACKENDS].setdefault("environment-sent", set())
+        describe = getattr(backend, "environment", None)
+        if describe is None or self.backend in sent:
+            return
+        sent.add(self.backend)
+        self.user_properties.append(("drakit-environment", json.dumps({"backend": self.backend,
+                                                                       "environment": describe()}, default=str)))
 
     def runtest(self) -> None:
         backend = _backend(self.config, self.backend)

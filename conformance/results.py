@@ -70,10 +70,18 @@ def report_status(report: pytest.TestReport, outcome: str | None) -> str | None:
 
 
 class ResultsCollector:
-    def __init__(self, config: pytest.Config, *, gates: dict[str, bool], backends: list[str]) -> None:
+    """Builds ``results.json`` on the controller. A backend that describes itself (the cluster
+    backend: version, provider, context, gates and how they were found) sends that description
+    on an item's report as the ``drakit-environment`` user property; the reference backend's is
+    known here."""
+
+    def __init__(self, config: pytest.Config, *, gates: dict[str, bool], backends: list[str],
+                 vendor: Any = None) -> None:
         self.config = config
         self.gates = gates
         self.backends = backends
+        self.vendor = vendor  # fake_driver.profile.VendorProfile (None: the bundled fake drivers')
+        self.backend_env: dict[str, dict[str, Any]] = {}
         self.cases: dict[str, dict[str, Any]] = {}
         self.started = _now()
         self.t0 = 0.0
@@ -84,6 +92,10 @@ class ResultsCollector:
         self.started = _now()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for key, value in report.user_properties:
+            if key == "drakit-environment":
+                sent = json.loads(str(value))
+                self.backend_env[sent["backend"]] = sent["environment"]
         data = _drakit_props(report)
         if data is None:
             return
@@ -134,7 +146,7 @@ class ResultsCollector:
                     "pytest": pytest.__version__, "workers": int(workers) if isinstance(workers, int) else 0},
             # credential-like keys never reach the file (the renderers drop them again)
             "environment": redact({"backends": {b: self._backend_env(b) for b in self.backends},
-                                   "hardwareProfile": "drakit-fake", "drivers": sorted(self._drivers())})[0],
+                                   **self._vendor_env()})[0],
             "features": [f.to_json() for f in FEATURES],
             "cases": cases,
         }
@@ -146,15 +158,19 @@ class ResultsCollector:
         if name == "reference":
             return {"kind": "reference", "kubernetesVersion": "v1.37 (drakit reference allocator)",
                     "provider": "reference", "featureGates": dict(sorted(self.gates.items()))}
+        if name in self.backend_env:
+            return self.backend_env[name]
+        # no case reached the cluster (none selected, or the backend could not start)
         return {"kind": "cluster", "kubernetesVersion": "unknown", "featureGates": {}}
 
-    def _drivers(self) -> set[str]:
-        from fake_driver.profile import load_profile
-        try:
-            prof = load_profile(self.config.getoption("--drakit-profile"))
-        except (OSError, ValueError):
-            return set()
-        return {v for k, v in prof.items() if k.startswith("driver.")}
+    def _vendor_env(self) -> dict[str, Any]:
+        """``hardwareProfile``, ``drivers`` and ``vendor`` (name, file name, drivers, whether
+        they are drakit's fake drivers) of the run's vendor profile."""
+        vendor = self.vendor
+        if vendor is None:
+            from fake_driver.profile import load_vendor_profile
+            vendor = load_vendor_profile()
+        return {"hardwareProfile": vendor.name, "drivers": sorted(vendor.driver_names), "vendor": vendor.describe()}
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

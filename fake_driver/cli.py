@@ -4,8 +4,15 @@ Wire into ``drakit`` with ``add_parsers(subparsers)`` and ``run(args)``; also ru
 ``python -m fake_driver.cli driver serve ...``.
 
 ``serve`` learns claim allocations from ``--claims`` (a YAML/JSON file or folder, re-read on
-change) or, without it, from the API server (``kubernetes`` client, in-cluster config or
-KUBECONFIG). It runs until SIGTERM or SIGINT, then deregisters and exits 0.
+change) or from the API server. With ``--in-cluster`` (the pod's service account) or
+``--kubeconfig PATH`` it is a driver of that cluster: claims are read from the API, NIC device
+status is applied to the claims' status, and the node's ResourceSlices are published and kept
+in sync (``fake_driver.kube``). Without any of the three, claims are read from the API
+(in-cluster config or KUBECONFIG) and nothing is written there. It runs until SIGTERM or SIGINT,
+then deregisters and exits 0.
+
+``controller`` (``--in-cluster`` or ``--kubeconfig PATH``) is the drivers' controller side: it
+watches claims and attaches devices that wait for binding conditions.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ def _csv(text: str) -> list[str]:
 
 
 def add_parsers(subparsers: Any) -> None:
-    """Add the ``driver`` command (with ``serve`` and ``sample-claims``) to ``drakit``."""
+    """Add the ``driver`` command (``serve``, ``controller``, ``sample-claims``, ``manifests``) to ``drakit``."""
     driver = subparsers.add_parser("driver", help="the fake DRA driver (kubelet plugin)")
     sub = driver.add_subparsers(dest="driver_command", required=True)
 
@@ -51,6 +58,7 @@ def add_parsers(subparsers: Any) -> None:
                        help="metadata API versions, newest first (default: v1beta1)")
     serve.add_argument("--claims", type=Path, default=None,
                        help="read claims from this YAML/JSON file or folder instead of the API server")
+    _add_api_flags(serve, "claims from, status and ResourceSlices to")
     serve.add_argument("--faults", type=Path, default=None,
                        help="poll this file for injected faults, one 'device=kind[:Effect]' a line")
     serve.add_argument("--slices-out", type=Path, default=None,
@@ -64,6 +72,13 @@ def add_parsers(subparsers: Any) -> None:
                        help="do not write status.devices for NICs")
     serve.add_argument("-v", "--verbose", action="store_true")
 
+    controller = sub.add_parser("controller",
+                                help="the drivers' controller side: attach devices with binding conditions")
+    _add_api_flags(controller, "claims from and binding conditions to")
+    controller.add_argument("--driver", dest="drivers", action="append", default=None, metavar="NAME",
+                            help="a driver to act for (repeatable; default: every fake driver)")
+    controller.add_argument("-v", "--verbose", action="store_true")
+
     claims = sub.add_parser("sample-claims",
                             help="write allocated claims for the driver's devices (for node-check)")
     claims.add_argument("--driver", required=True)
@@ -72,10 +87,26 @@ def add_parsers(subparsers: Any) -> None:
     claims.add_argument("--namespace", default="node-check")
     claims.add_argument("--out", type=Path, default=None, help="file to write (default: stdout)")
 
+    from fake_driver.deploy.command import add_parser as add_manifests_parser
+    add_manifests_parser(sub)
+
+
+def _add_api_flags(parser: argparse.ArgumentParser, what: str) -> None:
+    api = parser.add_mutually_exclusive_group(required=parser.prog.endswith("controller"))
+    api.add_argument("--in-cluster", action="store_true",
+                     help=f"the API server of the pod's service account ({what} it)")
+    api.add_argument("--kubeconfig", type=Path, default=None, metavar="PATH",
+                     help=f"the API server of this kubeconfig ({what} it)")
+
 
 def run(args: argparse.Namespace) -> int:
+    if args.driver_command == "manifests":
+        from fake_driver.deploy.command import run as run_manifests
+        return run_manifests(args)
     if args.driver_command == "serve":
         return cmd_serve(args)
+    if args.driver_command == "controller":
+        return cmd_controller(args)
     return cmd_sample_claims(args)
 
 
@@ -106,8 +137,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
                         format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
     from fake_driver.plugin import FakePlugin, FileClaimSource, KubernetesClaimSource, PluginConfig
     from fake_driver.plugin.claims import ClaimSource, ClaimSourceError
+    from fake_driver.kube import KubeClaimSource, KubeError, KubeSlicePublisher
     from fake_driver.plugin.files import PathTooLong
-    from fake_driver.plugin.publisher import FileSlicePublisher
+    from fake_driver.plugin.publisher import CallbackSlicePublisher, FileSlicePublisher, SlicePublisher
     from fake_hw.shapes import ShapeError
 
     done = threading.Event()
@@ -117,7 +149,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     # before the sockets exist: whoever sees them may signal us at once
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    api_publisher = None
     try:
+        if args.claims is not None and (args.in_cluster or args.kubeconfig):
+            raise ValueError("--claims and --in-cluster/--kubeconfig exclude each other")
         inventory = _inventory(args.hardware, args.node)
         config = PluginConfig(driver=args.driver, node=args.node,
                               plugin_dir=args.plugin_dir.absolute(),
@@ -129,16 +164,32 @@ def cmd_serve(args: argparse.Namespace) -> int:
                               device_status=not args.no_device_status)
         state_dir = config.state_dir or config.data_dir
         source: ClaimSource
+        publishers: list[SlicePublisher] = []
         if args.claims is not None:
             source = FileClaimSource(args.claims, status_dir=state_dir / "claim-status")
+        elif args.in_cluster or args.kubeconfig:
+            kube = _kube(args)
+            source = KubeClaimSource(kube)
+            api_publisher = KubeSlicePublisher(kube, args.node)
+            publishers.append(api_publisher)
         else:
             source = KubernetesClaimSource()
-        publisher = FileSlicePublisher(args.slices_out.absolute()) if args.slices_out else None
+        if args.slices_out:
+            publishers.append(FileSlicePublisher(args.slices_out.absolute()))
+
+        def publish_all(driver: str, slices: list[dict[str, Any]]) -> None:
+            for each in publishers:
+                each.publish(driver, slices)
+
+        publisher = (None if not publishers else publishers[0] if len(publishers) == 1
+                     else CallbackSlicePublisher(publish_all))
         plugin = FakePlugin(config, inventory, source, publisher=publisher,
                             skip_node_ops=args.skip_node_ops, health=not args.no_health,
                             resend_seconds=args.health_resend, faults_file=args.faults)
         plugin.start()
-    except (ShapeError, ValueError, PathTooLong, ClaimSourceError, FileExistsError, OSError) as err:
+        if api_publisher is not None:
+            api_publisher.start()
+    except (ShapeError, ValueError, PathTooLong, ClaimSourceError, FileExistsError, OSError, KubeError) as err:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         print(f"drakit driver serve: {err}", file=sys.stderr)
@@ -150,7 +201,43 @@ def cmd_serve(args: argparse.Namespace) -> int:
         while not done.wait(0.5):
             pass
     finally:
+        if api_publisher is not None:
+            api_publisher.stop()
         plugin.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return EXIT_OK
+
+
+def _kube(args: argparse.Namespace) -> Any:
+    from fake_driver.kube import Kube, load_api_client
+    return Kube(load_api_client(args.kubeconfig, in_cluster=args.in_cluster))
+
+
+def cmd_controller(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
+    from fake_driver.kube import BindingConditionsController, KubeError
+    from fake_hw.vendors import VENDORS
+
+    drivers = args.drivers or [v.driver for v in VENDORS]
+    done = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: done.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        try:
+            controller = BindingConditionsController(_kube(args), drivers)
+        except KubeError as err:
+            print(f"drakit driver controller: {err}", file=sys.stderr)
+            return EXIT_USAGE
+        controller.start()
+        print(f"drakit driver controller: attaching devices with binding conditions for "
+              f"{', '.join(drivers)}", flush=True)
+        try:
+            while not done.wait(0.5):
+                pass
+        finally:
+            controller.stop()
+    finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return EXIT_OK

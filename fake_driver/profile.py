@@ -1,9 +1,12 @@
 """Vendor profiles: the names behind the placeholders that cases use.
 
 A profile is a YAML file (see ``profile.yaml`` next to this module, the profile of the bundled
-fake drivers) that gives, per *role* (``gpu``, ``gpu2``, ``nic``...), the driver name, the
-device classes, the published attribute and capacity names, and a few concrete values.
-``load_profile`` flattens it into the placeholder map the case loader substitutes:
+fake drivers, and ``examples/vendor-example.yaml``) that gives, per *role* (``gpu``, ``gpu2``,
+``nic``...), the driver name, the device classes, the published attribute and capacity names,
+and a few concrete values. Its shape is the JSON Schema ``profile.schema.json``; the checks a
+schema cannot express (a role used under ``attributes`` must have a driver, an attribute and a
+capacity of one role may not share a key, a domain is at most 63 characters) follow it.
+``load_profile`` flattens a profile into the placeholder map the case loader substitutes:
 
 ====================  ==========================================================
 key                   value
@@ -20,28 +23,34 @@ key                   value
 ``value.<role>.<k>``  a concrete value from ``values``, as a string
 ====================  ==========================================================
 
-An attribute and a capacity of one role may not share a logical key, since both land under
-``attr.<role>.<key>``. Errors are ``ProfileError`` with one line: ``<file>: <field>: <problem>``.
+A profile whose drivers are all drakit's fake drivers describes the fake driver
+(:attr:`VendorProfile.fake`); any other profile describes a vendor's own driver, which runs in
+the cluster under test and publishes its own ResourceSlices. Errors are ``ProfileError`` with
+one line: ``<file>:<line>: <field>: <problem>`` (no line when the data did not come from a file).
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
+import jsonschema
 
-_ROLE = re.compile(r"^[a-z][A-Za-z0-9]*$")
+from conformance.errors import LoadError, format_path
+from conformance.yamlmarks import line_of, load_documents
+
+SCHEMA_PATH = Path(__file__).with_name("profile.schema.json")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_FIELDS = ("name", "drivers", "classes", "attributes", "capacities", "values", "shapes")
 
 
 class ProfileError(ValueError):
-    """A vendor profile that cannot be used; the message names the file and the field."""
+    """A vendor profile that cannot be used; the message names the file, line and field."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +70,12 @@ class NameRef:
         return self.qualified.partition("/")[2]
 
 
+def fake_driver_names() -> frozenset[str]:
+    """The driver names of drakit's bundled fake drivers."""
+    from fake_hw.vendors import VENDORS
+    return frozenset(v.driver for v in VENDORS)
+
+
 @dataclass(frozen=True, slots=True)
 class VendorProfile:
     """A validated vendor profile. Mappings are kept as tuples of pairs, in file order."""
@@ -72,10 +87,22 @@ class VendorProfile:
     capacities: tuple[NameRef, ...]
     values: tuple[tuple[str, str, str], ...]
     shapes: tuple[str, ...] = ()
+    description: str = ""
     source: str = field(default="<profile>", compare=False)
 
     def driver(self, role: str) -> str:
         return dict(self.drivers)[role]
+
+    @property
+    def driver_names(self) -> tuple[str, ...]:
+        """The distinct driver names, in file order."""
+        return tuple(dict.fromkeys(d for _, d in self.drivers))
+
+    @property
+    def fake(self) -> bool:
+        """True when every driver is one of drakit's fake drivers: drakit may then publish fake
+        hardware for them. Otherwise the profile describes a vendor's own driver."""
+        return set(self.driver_names) <= fake_driver_names()
 
     def placeholders(self) -> dict[str, str]:
         """The flat placeholder map (keys without ``${...}``)."""
@@ -92,6 +119,11 @@ class VendorProfile:
         flat.update({f"value.{role}.{key}": value for role, key, value in self.values})
         return flat
 
+    def describe(self) -> dict[str, Any]:
+        """What results.json records about the profile (file name only, never its folder)."""
+        return {"name": self.name, "file": Path(self.source).name, "drivers": list(self.driver_names),
+                "fakeDriver": self.fake}
+
 
 def bundled_profile_path() -> Path:
     """Where the profile of the bundled fake drivers lives."""
@@ -103,16 +135,19 @@ def load_vendor_profile(path: str | Path | None = None) -> VendorProfile:
     source = Path(path) if path is not None else bundled_profile_path()
     try:
         text = source.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ProfileError(f"{source}: cannot read profile: {err.strerror or err}") from None
+    except (OSError, UnicodeDecodeError) as err:
+        reason = getattr(err, "strerror", None) or type(err).__name__
+        raise ProfileError(f"{source}: cannot read profile: {reason}") from None
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark is not None else ""
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise ProfileError(f"{source}: {where}invalid YAML: {problem}") from None
-    return parse_profile(data, str(source))
+        docs = list(load_documents(text, str(source)))
+    except LoadError as err:
+        where = f"{source}:{err.line}" if err.line else str(source)
+        raise ProfileError(f"{where}: invalid YAML: {err.message.removeprefix('YAML: ')}") from None
+    if len(docs) != 1:
+        line = docs[1][0] if docs else None
+        where = f"{source}:{line}" if line else str(source)
+        raise ProfileError(f"{where}: profile: expected exactly one YAML document, found {len(docs)}")
+    return parse_profile(docs[0][1], str(source))
 
 
 def load_profile(path: str | Path | None = None) -> dict[str, str]:
@@ -121,53 +156,31 @@ def load_profile(path: str | Path | None = None) -> dict[str, str]:
 
 
 def parse_profile(data: object, source: str = "<profile>") -> VendorProfile:
-    """Validate profile data already read from YAML."""
+    """Validate profile data read from YAML (line marks, when present, go into the errors)."""
 
-    def fail(path: str, message: str) -> ProfileError:
-        return ProfileError(f"{source}: {path}: {message}")
+    def fail(path: tuple[object, ...], message: str) -> ProfileError:
+        line = line_of(data, path) if path else getattr(data, "line", None)
+        where = f"{source}:{line}" if line else source
+        return ProfileError(f"{where}: {format_path(path) if path else 'profile'}: {message}")
 
     if not isinstance(data, Mapping):
-        raise fail("profile", "expected a mapping at the top of the file")
-    for key in data:
-        if key not in _FIELDS:
-            raise fail(str(key), f"unknown field (allowed: {', '.join(_FIELDS)})")
-    name = data.get("name")
-    if not isinstance(name, str) or not name:
-        raise fail("name", "required, a non-empty string")
+        raise fail((), "expected a mapping at the top of the file")
+    problem = _schema_problem(data)
+    if problem is not None:
+        raise fail(*problem)
+    drivers: Mapping[str, str] = data["drivers"]
+    classes: Mapping[str, str] = data.get("classes") or {}
 
-    def table(field: str, value: object) -> Mapping[str, Any]:
-        if value is None:
-            return {}
-        if not isinstance(value, Mapping):
-            raise fail(field, "expected a mapping")
-        for key in value:
-            if not isinstance(key, str) or not _ROLE.match(key):
-                raise fail(f"{field}.{key}", "keys must be identifiers like 'gpu' or 'gpu2'")
-        return value
-
-    drivers = table("drivers", data.get("drivers"))
-    if not drivers:
-        raise fail("drivers", "at least one driver role is required")
-    for role, driver in drivers.items():
-        if not _is_subdomain(driver, 63):
-            raise fail(f"drivers.{role}", f"driver name must be a DNS subdomain of at most 63 "
-                                          f"characters, got {driver!r}")
-    classes = table("classes", data.get("classes"))
-    for key, class_name in classes.items():
-        if not _is_subdomain(class_name, 253):
-            raise fail(f"classes.{key}", f"class name must be a DNS subdomain, got {class_name!r}")
-
-    def names(field: str) -> tuple[NameRef, ...]:
+    def names(field_: str) -> tuple[NameRef, ...]:
         refs = []
-        for role, entries in table(field, data.get(field)).items():
+        for role, entries in (data.get(field_) or {}).items():
             if role not in drivers:
-                raise fail(f"{field}.{role}", f"role {role!r} has no entry under drivers")
-            for key, published in table(f"{field}.{role}", entries).items():
+                raise fail((field_, role), f"role {role!r} has no entry under drivers")
+            for key, published in entries.items():
                 qualified = _qualify(published, drivers[role])
                 if qualified is None:
-                    raise fail(f"{field}.{role}.{key}",
-                               f"not a qualified name (C identifier of at most 32 characters, "
-                               f"optionally after 'domain/'): {published!r}")
+                    raise fail((field_, role, key),
+                               f"not a qualified name (domain of at most 63 characters): {published!r}")
                 refs.append(NameRef(role, key, qualified))
         return tuple(refs)
 
@@ -176,25 +189,56 @@ def parse_profile(data: object, source: str = "<profile>") -> VendorProfile:
     seen = {(r.role, r.key) for r in attributes}
     for ref in capacities:
         if (ref.role, ref.key) in seen:
-            raise fail(f"capacities.{ref.role}.{ref.key}",
+            raise fail(("capacities", ref.role, ref.key),
                        "also defined under attributes; attr.<role>.<key> would be ambiguous")
     values = []
-    for role, entries in table("values", data.get("values")).items():
+    for role, entries in (data.get("values") or {}).items():
         if role not in drivers:
-            raise fail(f"values.{role}", f"role {role!r} has no entry under drivers")
-        for key, value in table(f"values.{role}", entries).items():
-            if isinstance(value, (Mapping, list)) or value is None:
-                raise fail(f"values.{role}.{key}", "expected a single value")
+            raise fail(("values", role), f"role {role!r} has no entry under drivers")
+        for key, value in entries.items():
             text = str(value).lower() if isinstance(value, bool) else str(value)
             values.append((role, key, text))
-    shapes = data.get("shapes", [])
-    if not isinstance(shapes, list) or not all(isinstance(s, str) for s in shapes):
-        raise fail("shapes", "expected a list of shape names")
     return VendorProfile(
-        name=name, drivers=tuple(drivers.items()), classes=tuple(classes.items()),
+        name=data["name"], drivers=tuple((str(r), str(d)) for r, d in drivers.items()),
+        classes=tuple((str(k), str(c)) for k, c in classes.items()),
         attributes=attributes, capacities=capacities, values=tuple(values),
-        shapes=tuple(shapes), source=source,
+        shapes=tuple(data.get("shapes") or ()), description=str(data.get("description") or ""), source=source,
     )
+
+
+@functools.lru_cache(maxsize=1)
+def _validator() -> jsonschema.Draft202012Validator:
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _schema_problem(data: Any) -> tuple[tuple[object, ...], str] | None:
+    """The first schema violation (in file order) as (field path, message), or None."""
+    found = []
+    for err in _validator().iter_errors(data):
+        path = tuple(err.absolute_path)
+        schema = err.schema if isinstance(err.schema, Mapping) else {}
+        if err.validator == "required":
+            missing = next((p for p in err.validator_value if p not in (err.instance or {})), "?")
+            path += (missing,)
+            message = (schema.get("properties", {}).get(missing, {}).get("errorMessage")
+                       or "required")
+        elif err.validator == "additionalProperties" and err.validator_value is False:
+            allowed = schema.get("properties") or {}
+            path += (next((k for k in err.instance if k not in allowed), "?"),)
+            message = f"unknown field (allowed: {', '.join(allowed)})"
+        elif "propertyNames" in err.relative_schema_path:
+            path += (err.instance,)
+            message = schema.get("errorMessage") or err.message
+        else:
+            message = schema.get("errorMessage") or err.message
+            if isinstance(err.instance, str) and err.validator in ("pattern", "maxLength", "minLength"):
+                message += f", got {err.instance!r}"
+        found.append((line_of(data, path) or 0, -len(path), path, message))
+    if not found:
+        return None
+    _, _, path, message = min(found, key=lambda f: (f[0], f[1]))
+    return path, message
 
 
 def _is_subdomain(value: object, limit: int) -> bool:

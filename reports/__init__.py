@@ -46,7 +46,7 @@ SCHEMA_VERSION = "drakit.results/v1"
 
 STATUSES: tuple[str, ...] = ("passed", "failed", "error", "skipped", "xfail", "flaky")
 SKIP_CATEGORIES: tuple[str, ...] = (
-    "feature-disabled", "api-not-served", "inventory", "backend", "not-applicable", "other",
+    "feature-disabled", "api-not-served", "inventory", "needs-fake-driver", "backend", "not-applicable", "other",
 )
 # Status text is always shown together with a symbol, so colour is never the only signal.
 # Every symbol is in the common system fonts (DejaVu, Segoe UI Symbol, Apple Symbols).
@@ -63,13 +63,13 @@ ROLLUP_ORDER: tuple[str, ...] = ("failed", "error", "xfail", "flaky", "passed", 
 
 VERDICT_RULE = (
     "pass when every required case passed (flaky counts as passed) on each backend that ran it, "
-    "skips as not-applicable or backend aside; fail when a required case failed, errored or is "
-    "xfail, or a case file did not load; incomplete when no required case ran or a required "
-    "case was skipped for any other reason"
+    "skips as not-applicable, needs-fake-driver or backend aside; fail when a required case "
+    "failed, errored or is xfail, or a case file did not load; incomplete when no required case "
+    "ran or a required case was skipped for any other reason"
 )
 _PASSING = frozenset({"passed", "flaky"})
 _FAILING = frozenset({"failed", "error", "xfail"})
-_IGNORED_SKIPS = frozenset({"not-applicable", "backend"})
+_IGNORED_SKIPS = frozenset({"not-applicable", "needs-fake-driver", "backend"})
 
 
 def is_load_error(case: Mapping[str, Any]) -> bool:

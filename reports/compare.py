@@ -103,7 +103,7 @@ def _environment_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list
         if a is None or b is None:
             note(f"backend {name}", "present" if a else None, "present" if b else None)
             continue
-        for key in ("kind", "kubernetesVersion", "provider", "servedApis"):
+        for key in ("kind", "kubernetesVersion", "provider", "context", "servedApis"):
             note(f"backend {name}: {key}", a.get(key), b.get(key))
         ga, gb = a["featureGates"], b["featureGates"]
         for gate in sorted(set(ga) | set(gb)):

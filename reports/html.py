@@ -274,16 +274,24 @@ def _environment(data: Mapping[str, Any], backends: list[str]) -> dict[str, Any]
         info = env["backends"].get(name)
         if info is None:
             continue
-        extra, dropped = redact({k: v for k, v in info.items()
-                                 if k not in ("kind", "kubernetesVersion", "featureGates")})
+        shown, dropped = redact({k: v for k, v in info.items() if k not in ("kind", "kubernetesVersion", "featureGates")})
         withheld += dropped
+        sources = shown.pop("featureGateSources", None)
+        sources = sources if isinstance(sources, Mapping) else {}
+        served = shown.pop("servedApis", None)
         backend_views.append({
             "name": name, "kind": info["kind"], "version": info["kubernetesVersion"],
+            "provider": shown.pop("provider", None), "context": shown.pop("context", None),
+            "cluster": shown.pop("cluster", None),
+            "served": [str(a) for a in served] if isinstance(served, list) else None,
             "gates": sorted(info["featureGates"].items()),
-            "extra": [(k, _cut(_pretty(v))[0]) for k, v in extra.items()]})
+            "sources": [(g, on, str(sources.get(g, ""))) for g, on in sorted(info["featureGates"].items())]
+            if sources else [],
+            "extra": [(k, _cut(_pretty(v))[0]) for k, v in shown.items()]})
     other, dropped = redact({k: v for k, v in env.items()
-                             if k not in ("backends", "hardwareProfile", "drivers")})
+                             if k not in ("backends", "hardwareProfile", "drivers", "vendor")})
     withheld += dropped
+    vendor = env.get("vendor") if isinstance(env.get("vendor"), Mapping) else None
     return {
         "run": [("Run id", run["id"]), ("Started", run["startedAt"]), ("Finished", run["finishedAt"]),
                 ("Wall time", _secs(run["wallSeconds"])),
@@ -293,6 +301,9 @@ def _environment(data: Mapping[str, Any], backends: list[str]) -> dict[str, Any]
         "backends": backend_views,
         "hardware": env["hardwareProfile"],
         "drivers": env["drivers"],
+        "vendor": None if vendor is None else {
+            "name": str(vendor.get("name", "")), "file": vendor.get("file"),
+            "fake": bool(vendor.get("fakeDriver")), "drivers": [str(d) for d in vendor.get("drivers") or []]},
         "other": [(k, _cut(_pretty(v))[0]) for k, v in other.items()],
         "withheld": withheld,
     }

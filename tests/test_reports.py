@@ -347,7 +347,9 @@ def test_html_statuses_have_text_and_symbol(mixed: dict[str, Any]) -> None:
 def test_html_groups_skips_by_category(mixed: dict[str, Any]) -> None:
     page = Page(render_html(mixed))
     groups = [a["id"] for t, a in page.tags if t == "details" and (a.get("id") or "").startswith("skips-")]
-    assert groups == [f"skips-{c}" for c in reports.SKIP_CATEGORIES]
+    used = {c["skip"]["category"] for c in mixed["cases"] if c["status"] == "skipped"}
+    assert len(used) >= 6  # the fixture skips in nearly every category
+    assert groups == [f"skips-{c}" for c in reports.SKIP_CATEGORIES if c in used]
 
 
 def test_html_is_self_contained(mixed: dict[str, Any]) -> None:

@@ -494,6 +494,6 @@ def test_bad_profile_gives_one_line_error(tmp_path, text, message):
     path.write_text(text)
     with pytest.raises(ProfileError) as caught:
         load_profile(path)
-    assert str(caught.value).startswith(f"{path}: ")
+    assert str(caught.value).startswith(f"{path}:")
     assert message in str(caught.value)
     assert "\n" not in str(caught.value)

@@ -1,12 +1,12 @@
 """``drakit node-agent``: play the kubelet's DRA part for one node from the command line.
 
 Without ``--prepare`` it watches the registry folder until SIGTERM/SIGINT, logging driver
-registrations and health reports. With ``--prepare CLAIMS`` (allocated ResourceClaims in a
-YAML/JSON file) it prepares them for one pod, prints the result as JSON, optionally
-unprepares again (``--unprepare``), and exits 0 when everything succeeded, 1 otherwise.
-
-Watching the API server for pods bound to the node (the local cluster's kwok nodes) is cluster
-work; this command and ``NodeAgent`` are the pieces it will call.
+registrations and health reports; with ``--kubeconfig PATH`` or ``--in-cluster`` it also watches
+the API server's pods bound to ``--node`` (a kwok node of drakit's "prepared" stage set) and
+prepares their claims before they may run, unpreparing them when they go
+(``kube.KubeNodeRuntime``). With ``--prepare CLAIMS`` (allocated ResourceClaims in a YAML/JSON
+file) it prepares them for one pod, prints the result as JSON, optionally unprepares again
+(``--unprepare``), and exits 0 when everything succeeded, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -36,6 +36,12 @@ def add_parsers(subparsers: Any) -> None:
                    help="seconds to wait for a claim's driver to register (default: 10)")
     p.add_argument("--optional-node-operations", action="store_true",
                    help="behave as a kubelet with DRAOptionalNodeOperations on")
+    api = p.add_mutually_exclusive_group()
+    api.add_argument("--kubeconfig", type=Path, default=None, metavar="PATH",
+                     help="prepare the claims of this cluster's pods bound to --node")
+    api.add_argument("--in-cluster", action="store_true",
+                     help="as --kubeconfig, with the pod's service account")
+    p.add_argument("--namespace", default=None, help="only pods of this namespace (default: all)")
     p.add_argument("-v", "--verbose", action="store_true")
 
 
@@ -64,16 +70,39 @@ def run(args: argparse.Namespace) -> int:
         logging.getLogger("drakit.nodeagent").info(
             "health of %s: %d devices, unhealthy: %s", driver, len(devices), ", ".join(bad) or "none")
 
+    kube = None
+    if args.kubeconfig is not None or args.in_cluster:
+        if args.prepare is not None:
+            print("drakit node-agent: --prepare and --kubeconfig/--in-cluster exclude each other", file=sys.stderr)
+            return EXIT_USAGE
+        from fake_driver.kube import Kube, KubeError, load_api_client
+        try:
+            kube = Kube(load_api_client(args.kubeconfig, in_cluster=args.in_cluster))
+        except KubeError as err:
+            print(f"drakit node-agent: {err}", file=sys.stderr)
+            return EXIT_USAGE
     agent = NodeAgent(args.registry_dir, args.node, state_dir=args.state_dir,
                       optional_node_operations=args.optional_node_operations,
                       driver_wait=args.driver_wait, on_health=on_health)
     agent.start()
+    runtime = None
     try:
+        if kube is not None:
+            from fake_driver.kube import KubeError
+
+            from .kube import KubeNodeRuntime
+            runtime = KubeNodeRuntime(kube, {args.node: agent}, namespace=args.namespace)
+            try:
+                runtime.start()
+            except KubeError as err:
+                print(f"drakit node-agent: {err}", file=sys.stderr)
+                return EXIT_FAILED
         if args.prepare is None:
             done = threading.Event()
             previous = {s: signal.signal(s, lambda *_: done.set())
                         for s in (signal.SIGTERM, signal.SIGINT)}
-            print(f"drakit node-agent: watching {args.registry_dir} for node {args.node}", flush=True)
+            print(f"drakit node-agent: watching {args.registry_dir} for node {args.node}"
+                  + (" and its pods" if runtime is not None else ""), flush=True)
             try:
                 while not done.wait(0.5):
                     pass
@@ -91,6 +120,9 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(out, indent=2))
         return EXIT_OK if ok else EXIT_FAILED
     finally:
+        if runtime is not None:
+            for error in runtime.close():
+                logging.getLogger("drakit.nodeagent").error("unprepare at exit: %s", error)
         agent.stop()
 
 

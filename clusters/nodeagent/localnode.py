@@ -1,6 +1,7 @@
 """``LocalNode``: an emulated node's fake drivers and a node agent, in one process.
 
-For the reference backend: after the mini scheduler binds a pod, ``node.prepare(pod_uid,
+For the reference backend and the cluster backend's node runtime (``kube.KubeNodeRuntime``):
+after a scheduler binds a pod, ``node.prepare(pod_uid,
 claims)`` prepares the pod's claims through each driver's real Unix socket; the pod may run
 only when the result is ``ok``. Claims are read back by the plugins through ``get_claim``
 (e.g. the reference store), status writes go to ``write_status`` and published slices to
@@ -11,6 +12,7 @@ only when the result is ``ok``. Claims are read back by the plugins through ``ge
     node.start()
     result = node.prepare(pod_uid, [claim, ...])
     ...
+    node.read_metadata("ns", "claim", "request")   # the metadata file's documents, or None
     node.unprepare(pod_uid)
     node.stop()
 
@@ -20,12 +22,13 @@ files are written without fsync, since nothing here must survive a crash.
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Collection, Mapping, Sequence
 
-from fake_driver.plugin import FakePlugin, FunctionClaimSource, PluginConfig
+from fake_driver.plugin import FakePlugin, FunctionClaimSource, PluginConfig, metadata
 from fake_driver.plugin.publisher import CallbackSlicePublisher
 from fake_hw.inventory import NodeInventory
 
@@ -108,9 +111,41 @@ class LocalNode:
         assert self.agent is not None, "LocalNode.start() first"
         return self.agent.unprepare(pod_uid, claims)
 
+    def read_metadata(self, namespace: str, claim: str, request: str,
+                      driver: str | None = None) -> list[dict[str, Any]] | None:
+        """The documents of the metadata file a driver (``driver``, or the first of this node's
+        that wrote one) keeps for the claim's request; None when there is no such file."""
+        for name, plugin in self.plugins.items():
+            if driver is not None and name != driver:
+                continue
+            path = metadata.host_file(plugin.config.data_dir, namespace, claim, request)
+            try:
+                text = path.read_text(encoding="utf-8")
+            except FileNotFoundError:
+                continue
+            try:
+                return read_json_stream(text)
+            except ValueError as err:
+                raise ValueError(f"{path}: not a stream of JSON documents: {err}") from None
+        return None
+
     def __enter__(self) -> LocalNode:
         self.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def read_json_stream(text: str) -> list[dict[str, Any]]:
+    """The JSON values of a stream of concatenated documents (whitespace between them)."""
+    decoder = json.JSONDecoder()
+    out: list[dict[str, Any]] = []
+    pos = 0
+    while True:
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos == len(text):
+            return out
+        value, pos = decoder.raw_decode(text, pos)
+        out.append(value)

@@ -1,18 +1,22 @@
 """The cluster backend: the same cases against a real API server and scheduler.
 
-Any kubeconfig works (``--drakit-kubeconfig`` or ``$KUBECONFIG``); ``--drakit-cluster local``
+Any kubeconfig works (``--drakit-kubeconfig`` or ``$KUBECONFIG``, ``--drakit-context``; see
+``kubeconfig``): the cluster is only read (``discovery``: version, served APIs, gates inferred by
+dry-run) unless ``--drakit-install-driver`` installs the fake driver (``install``). ``--drakit-cluster local``
 starts drakit's local control plane (upstream 1.37 binaries plus kwok) for the session and stops
 it at the end. Each case gets its own namespace (deterministic name, run label). Cluster-scoped
 objects a case creates (nodes, slices, classes, taint rules) are deleted when the case ends,
 so cluster cases run one at a time (``-n 0``). The fake hardware of a case is published through
 the API the way the fake driver's controller side does: kwok Nodes, the drivers' DeviceClasses
-and the nodes' ResourceSlices.
+and the nodes' ResourceSlices. On the local cluster the node side is real too
+(``clusternode``): kwok runs a pod with claims only after a node runtime has prepared them
+through the fake drivers' gRPC sockets, and the drivers write claim status as themselves.
 """
 
 from __future__ import annotations
 
 import json
-import os
+import logging
 import time
 import uuid
 from pathlib import Path
@@ -39,23 +43,24 @@ CLEANUP_TIMEOUT = 60.0
 class KubeApi:
     """A thin layer over the kubernetes DynamicClient that speaks wire-form dicts."""
 
-    def __init__(self, kubeconfig: str | None) -> None:
+    def __init__(self, kubeconfig: str | None, context: str | None = None) -> None:
         try:
-            from kubernetes import config as kconfig
             from kubernetes.client import ApiClient
             from kubernetes.dynamic import DynamicClient
         except ImportError as exc:  # pragma: no cover - a packaging problem, said plainly
             raise HarnessError("the cluster backend needs the 'kubernetes' package (pip install kubernetes)") from exc
+        from .kubeconfig import KubeconfigError, client_configuration, resolve_kubeconfig
         try:
-            client_config = type("Cfg", (), {})()
-            from kubernetes.client import Configuration
-            client_config = Configuration()
-            kconfig.load_kube_config(config_file=kubeconfig, client_configuration=client_config)
-        except Exception as exc:
-            where = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
-            raise HarnessError(f"cannot load kubeconfig {where}: {type(exc).__name__}: {_first_line(exc)}") from None
+            self.target = resolve_kubeconfig(kubeconfig, context)
+            client_config = client_configuration(self.target)
+        except KubeconfigError as exc:
+            raise HarnessError(str(exc)) from None
         self.api_client = ApiClient(client_config)
-        self.dynamic = DynamicClient(self.api_client)
+        try:  # the dynamic client reads the API discovery documents right away
+            self.dynamic = DynamicClient(self.api_client)
+        except Exception as exc:
+            raise HarnessError(f"cannot reach the API server of context {self.target.context!r} "
+                               f"(kubeconfig {self.target.config_file}): {_first_line(exc)}") from None
         self._resources: dict[tuple[str, str], Any] = {}
 
     def resource(self, api_version: str, kind: str) -> Any:
@@ -111,6 +116,19 @@ class KubeApi:
         except NotFoundError:
             return False
 
+    def dry_run(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Create ``obj`` with ``dryRun=All``: validated and admitted, never stored."""
+        res = self.resource(obj["apiVersion"], obj["kind"])
+        ns = obj["metadata"].get("namespace")
+        return self._call(lambda: res.create(body=obj, namespace=ns, dry_run="All", field_validation="Strict"), obj)
+
+    def get_json(self, path: str) -> dict[str, Any]:
+        """GET a discovery path (``/apis``, ``/apis/<group>/<version>``) as data."""
+        try:
+            return self.dynamic.request("GET", path).to_dict()  # type: ignore[no-any-return]
+        except Exception as exc:
+            raise HarnessError(f"API discovery of {path} failed: {_first_line(exc)}") from None
+
     def version(self) -> str:
         try:
             return str(self.api_client.call_api("/version", "GET", response_type="object")[0].get("gitVersion"))
@@ -160,6 +178,7 @@ class ClusterSession:
         self.run_id = run_id
         self.keep_on_failure = keep_on_failure
         self.created: list[tuple[str, str, str | None]] = []
+        self.node_side: Any = None  # clusternode.CaseNodes on the local cluster
         from .reference import FaultState
         self.faults = FaultState(case)
 
@@ -215,6 +234,12 @@ class ClusterSession:
     def get(self, kind: str, name: str) -> dict[str, Any] | None:
         return self.api.get(kind, name, self._ns(kind))
 
+    def device_metadata(self, claim: str, request: str, driver: str | None = None) -> list[dict[str, Any]] | None:
+        """The metadata file the fake driver wrote on the (local) node for the claim's request."""
+        if self.node_side is None:
+            raise HarnessError("device metadata files are only visible with drakit's node side (--cluster local)")
+        return self.node_side.device_metadata(self.namespace, claim, request, driver)  # type: ignore[no-any-return]
+
     def list(self, kind: str) -> list[dict[str, Any]]:
         return self.api.list(kind, self._ns(kind))
 
@@ -235,6 +260,16 @@ class ClusterSession:
         return {"objects": brief("ResourceClaim") + brief("Pod"), "events": events}
 
     def close(self, *, failed: bool) -> None:
+        try:
+            self._cleanup(failed)
+        finally:
+            if self.node_side is not None:  # kept objects or not, later cases reuse the fake nodes
+                errors = self.node_side.close()
+                self.node_side = None
+                for error in errors:  # the outcome is recorded already; say it, do not hide it
+                    logging.getLogger("drakit.cluster").warning("unpreparing on the fake nodes failed: %s", error)
+
+    def _cleanup(self, failed: bool) -> None:
         if failed and self.keep_on_failure:
             return
         for pod in self.api.list("Pod", self.namespace):
@@ -261,39 +296,82 @@ class ClusterBackend:
 
     name = "cluster"
 
-    def __init__(self, config: Any) -> None:
+    def __init__(self, config: Any, vendor: Any = None) -> None:
         opt = config.getoption
+        self.vendor = vendor  # fake_driver.profile.VendorProfile of the run (None: the fake drivers')
         self.keep_on_failure = bool(opt("--drakit-keep-on-failure"))
         self.run_id = uuid.uuid4().hex[:8]
         self._local = None
-        kubeconfig = opt("--drakit-kubeconfig")
+        self.node_side: Any = None  # clusternode.ClusterNodeSide on the local cluster
+        kubeconfig, context = opt("--drakit-kubeconfig"), opt("--drakit-context")
         gates: Mapping[str, bool] | None = None
         if opt("--drakit-cluster") == "local":
             from clusters.local.launcher import LocalCluster
-            self._local = LocalCluster(gates=opt("--drakit-feature-gates") or None)
+            from clusters.local.kwokconfig import PREPARED
+            self._local = LocalCluster(gates=opt("--drakit-feature-gates") or None, stage_set=PREPARED)
             self._local.up()
             config.add_cleanup(self._local.down)
-            kubeconfig = str(self._local.kubeconfig)
+            kubeconfig, context = str(self._local.kubeconfig), None
             gates = {g: v for comp in self._local.gates.values() for g, v in comp.items()}
-        self.api = KubeApi(kubeconfig)
+        self.provider = "kubeconfig" if self._local is None else "local"
+        self.api = KubeApi(kubeconfig, context)
         self.version = self.api.version()
-        self.gates = dict(DEFAULT_GATES)
-        if gates:
-            self.gates.update({g: v for g, v in gates.items() if g in DEFAULT_GATES})
+        from .discovery import discover
+        # read-only: API discovery, and dry-run probes for the gates of a cluster drakit did not start
+        self.discovery = discover(self.version, self.api.get_json, self.api.dry_run if gates is None else None,
+                                  known_gates={g: v for g, v in gates.items() if g in DEFAULT_GATES}
+                                  if gates is not None else None)
+        self.gates = dict(self.discovery.gates)
+        self.installed: Any = None
+        if self._local is not None:
+            from .clusternode import ClusterNodeSide
+            self.node_side = ClusterNodeSide(self.api.api_client, self.gates)
+            config.add_cleanup(self.node_side.stop)  # cleanups run last-in first-out: before down
+        if opt("--drakit-install-driver"):
+            from .install import install_fake_driver
+            drivers = list(vendor.driver_names) if vendor is not None else None
+            self.installed = install_fake_driver(self.api, image=opt("--drakit-driver-image"), drivers=drivers)
+            config.add_cleanup(self.installed.remove)
 
     def capabilities(self) -> Capabilities:
-        return Capabilities(self.version, dict(self.gates), ("resource.k8s.io/v1",))
+        return Capabilities(self.version, dict(self.gates), self.discovery.served)
 
     def unmet(self, case: Case) -> tuple[str, str] | None:
         for gate, want in case.feature_gates.items():
             if self.gates.get(gate, False) != want:
+                how = self.discovery.sources.get(gate, "")
                 return ("feature-disabled", f"the case needs {gate}={str(want).lower()}; the cluster has "
-                                            f"{str(self.gates.get(gate, False)).lower()}")
+                                            f"{str(self.gates.get(gate, False)).lower()}" + (f" ({how})" if how else ""))
+        for step in case.steps:
+            for m in step.manifests:
+                if not self.discovery.serves(m.get("apiVersion", ""), m.get("kind", "")):
+                    return ("api-not-served", f"the case uses {m.get('kind')} in {m.get('apiVersion')}, which the "
+                                              f"cluster does not serve (served: {', '.join(self.discovery.served)})")
         return None
+
+    def environment(self) -> dict[str, Any]:
+        """What results.json records about this cluster: names and versions, never credentials
+        or the server address."""
+        from .install import driver_mode
+        return {"kind": "cluster", "kubernetesVersion": self.version, "provider": self.provider,
+                "context": self.api.target.context, "cluster": self.api.target.cluster,
+                "featureGates": dict(sorted(self.gates.items())), "servedApis": list(self.discovery.served),
+                "featureGateSources": dict(sorted(self.discovery.sources.items())),
+                "driver": driver_mode(self.vendor, self.installed is not None)}
+
+    def _wait_until_gone(self, namespace: str) -> None:
+        """The case's namespace of an earlier run may still be terminating (namespace names are
+        deterministic): creating objects in it would be refused, so wait for it to go."""
+        deadline = time.monotonic() + CLEANUP_TIMEOUT
+        while (old := self.api.get("Namespace", namespace, None)) and old["metadata"].get("deletionTimestamp"):
+            if time.monotonic() >= deadline:
+                raise HarnessError(f"namespace {namespace} of an earlier run is still being deleted")
+            time.sleep(0.25)
 
     def open(self, case: Case) -> ClusterSession:
         from .reference import case_namespace, hardware_objects
         ns = case_namespace(case.id)
+        self._wait_until_gone(ns)
         session = ClusterSession(self.api, case, ns, self.run_id, self.keep_on_failure)
         try:
             session.apply({"apiVersion": "v1", "kind": "Namespace",
@@ -305,9 +383,14 @@ class ClusterBackend:
                     session.apply(node)
                 else:
                     session.apply(obj)
+            if self.node_side is not None:
+                session.node_side = self.node_side.open(case, ns)
         except ApiRejected as exc:
             session.close(failed=False)
             raise HarnessError(f"installing the fake hardware failed: {exc}") from exc
+        except HarnessError:
+            session.close(failed=False)
+            raise
         return session
 
 

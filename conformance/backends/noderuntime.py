@@ -6,13 +6,21 @@ registers them like kubelet's plugin watcher does. When the mini control plane b
 claims are prepared through those sockets (NodePrepareResources) before the pod may run, and
 unprepared when it goes. The plugins are kept per worker process and reused across cases (their
 start-up is the expensive part); each case unprepares what it prepared when it closes.
+
+The drivers' ``status.devices`` writes (NIC network data) reach the case's control plane through
+``NodeRuntime.flush_status``, which the session calls once the control plane has settled: the
+writes are made while a prepare runs inside the control plane's reconcile loop, so they are held
+until then instead of re-entering it. Cases of
+the device-metadata feature get plugins that write device metadata files, which
+``NodeRuntime.device_metadata`` reads back.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Mapping, Sequence
 
-_NODES: dict[tuple[str, str, bool], Any] = {}
+_NODES: dict[tuple[str, str, bool, bool], Any] = {}
 
 
 def shutdown() -> None:
@@ -27,38 +35,75 @@ def shutdown() -> None:
 
 
 class _Router:
-    """Claim lookups go to whichever case is current in this worker."""
+    """Claim lookups and status writes go to whichever case is current in this worker."""
 
     get: Callable[[str, str], dict[str, Any] | None] = staticmethod(lambda ns, name: None)  # type: ignore[assignment]
+    write: Callable[[str, str, str, str, list[dict[str, Any]]], None] = staticmethod(lambda *a: None)  # type: ignore[assignment]
 
 
 _ROUTER = _Router()
 
 
-def _local_node(node: str, shape: str, optional_ops: bool) -> Any:
-    key = (node, shape, optional_ops)
+def _local_node(node: str, shape: str, optional_ops: bool, device_metadata: bool) -> Any:
+    key = (node, shape, optional_ops, device_metadata)
     ln = _NODES.get(key)
     if ln is None:
         from clusters.nodeagent import LocalNode
         from fake_hw.inventory import build_inventory
         ln = LocalNode(build_inventory(shape, node), lambda ns, name: _ROUTER.get(ns, name),
-                       optional_node_operations=optional_ops, check_reserved=False)
+                       optional_node_operations=optional_ops, check_reserved=False,
+                       device_metadata=device_metadata, write_status=lambda *a: _ROUTER.write(*a))
         ln.start()
         _NODES[key] = ln
     return ln
 
 
 class NodeRuntime:
-    def __init__(self, cluster: Any, shapes: Mapping[str, str], gates: Mapping[str, bool]) -> None:
+    def __init__(self, cluster: Any, shapes: Mapping[str, str], gates: Mapping[str, bool], *,
+                 device_metadata: bool = False) -> None:
         self.cluster = cluster
         self.shapes = dict(shapes)
         self.optional_ops = bool(gates.get("DRAOptionalNodeOperations"))
+        self.device_metadata_files = device_metadata
         self.prepared: dict[str, tuple[str, dict[str, Any]]] = {}  # pod uid -> (node, pod)
+        self.pending_status: list[tuple[str, str, str, str, list[dict[str, Any]]]] = []
+        self._lock = threading.Lock()
         _ROUTER.get = lambda ns, name: cluster.get("ResourceClaim", name, ns)  # type: ignore[method-assign]
+        _ROUTER.write = self._hold_status  # type: ignore[method-assign]
+
+    def _hold_status(self, namespace: str, name: str, uid: str, driver: str,
+                     entries: list[dict[str, Any]]) -> None:
+        with self._lock:
+            self.pending_status.append((namespace, name, uid, driver, entries))
+
+    def flush_status(self) -> None:
+        """Write the held ``status.devices`` entries through the status subresource, as the
+        driver would have; a claim that went away or was replaced is skipped (best effort, like
+        the driver's own writes). Writes made meanwhile are flushed too."""
+        from fake_driver.plugin.claims import merge_device_status
+
+        from ..errors import ApiRejected
+        while True:
+            with self._lock:
+                if not self.pending_status:
+                    return
+                namespace, name, uid, driver, entries = self.pending_status.pop(0)
+            claim = self.cluster.get("ResourceClaim", name, namespace)
+            if claim is None or claim["metadata"].get("uid") != uid:
+                continue
+            status = dict(claim.get("status") or {})
+            merged = merge_device_status(status.get("devices") or [], driver, entries)
+            if merged == (status.get("devices") or []):
+                continue
+            status["devices"] = merged
+            try:
+                self.cluster.update_status("ResourceClaim", name, namespace, status)
+            except ApiRejected:
+                continue
 
     def _node(self, node: str) -> Any:
         shape = self.shapes.get(node)
-        return _local_node(node, shape, self.optional_ops) if shape else None
+        return _local_node(node, shape, self.optional_ops, self.device_metadata_files) if shape else None
 
     def prepare(self, node: str, pod: dict[str, Any], claims: Sequence[dict[str, Any]]) -> str | None:
         ln = self._node(node)
@@ -79,6 +124,16 @@ class NodeRuntime:
             ln = self._node(node)
             if ln is not None:
                 ln.unprepare(pod["metadata"]["uid"])
+
+    def device_metadata(self, namespace: str, claim: str, request: str,
+                        driver: str | None = None) -> list[dict[str, Any]] | None:
+        """The documents of the metadata file a fake driver of this case's nodes wrote for the
+        claim's request (None: no such file)."""
+        for node in self.shapes:
+            found = self._node(node).read_metadata(namespace, claim, request, driver)
+            if found is not None:
+                return found  # type: ignore[no-any-return]
+        return None
 
     def close(self) -> None:
         for uid, (node, pod) in list(self.prepared.items()):

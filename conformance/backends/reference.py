@@ -40,6 +40,12 @@ class ReferenceSession:
         """The fake driver sees a hardware fault and republishes the node's slices with a taint."""
         for obj in self.faults.inject(node, device, kind, effect):
             self.cluster.apply(obj)
+        self._settled()
+
+    def _settled(self) -> None:
+        """The control plane has settled: let the drivers' held status writes land."""
+        if self.cluster.node_runtime is not None:
+            self.cluster.node_runtime.flush_status()
 
     def _ns(self, kind: str) -> str | None:
         return self.namespace if kind in NAMESPACED else None
@@ -47,16 +53,21 @@ class ReferenceSession:
     def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
         if obj.get("kind") in NAMESPACED:
             obj = {**obj, "metadata": {**obj.get("metadata", {}), "namespace": obj.get("metadata", {}).get("namespace", self.namespace)}}
-        return self.cluster.apply(obj)
+        out = self.cluster.apply(obj)
+        self._settled()
+        return out
 
     def update_status(self, kind: str, name: str, status: dict[str, Any]) -> dict[str, Any]:
         try:
-            return self.cluster.update_status(kind, name, self._ns(kind), status)
+            out = self.cluster.update_status(kind, name, self._ns(kind), status)
         except NotFound as exc:
             raise KeyError(str(exc)) from None
+        self._settled()
+        return out
 
     def advance(self, seconds: float) -> None:
         self.cluster.advance(seconds)
+        self._settled()
 
     def now(self) -> str:
         return self.cluster.clock.stamp()
@@ -75,9 +86,16 @@ class ReferenceSession:
             self.cluster.delete(kind, name, self._ns(kind))
         except NotFound as exc:
             raise KeyError(str(exc)) from None
+        self._settled()
 
     def get(self, kind: str, name: str) -> dict[str, Any] | None:
         return self.cluster.get(kind, name, self._ns(kind))
+
+    def device_metadata(self, claim: str, request: str, driver: str | None = None) -> list[dict[str, Any]] | None:
+        """The metadata file the fake driver wrote on the node (read from the plugin's folder)."""
+        if self.cluster.node_runtime is None:
+            raise HarnessError("device metadata files need the node side (run without --drakit-no-node-side)")
+        return self.cluster.node_runtime.device_metadata(self.namespace, claim, request, driver)  # type: ignore[no-any-return]
 
     def list(self, kind: str) -> list[dict[str, Any]]:
         return self.cluster.list(kind, self._ns(kind))
@@ -126,7 +144,8 @@ class ReferenceBackend:
         cluster = ReferenceCluster(gates, seed=case.id)
         if self.node_side:
             from .noderuntime import NodeRuntime
-            cluster.node_runtime = NodeRuntime(cluster, {n.name: n.shape for n in case.nodes if n.shape}, gates)
+            cluster.node_runtime = NodeRuntime(cluster, {n.name: n.shape for n in case.nodes if n.shape}, gates,
+                                               device_metadata=needs_device_metadata(case))
         ns = case_namespace(case.id)
         cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": dict(case.namespace_labels)}})
         try:
@@ -135,6 +154,11 @@ class ReferenceBackend:
         except (ApiRejected, ValueError) as exc:
             raise HarnessError(f"installing the fake hardware failed: {exc}") from exc
         return ReferenceSession(cluster, ns, case)
+
+
+def needs_device_metadata(case: Case) -> bool:
+    """Whether the case's fake drivers write device metadata files (KEP-5304 is a driver opt-in)."""
+    return "device-metadata" in case.features
 
 
 def hardware_objects(case: Case) -> list[dict[str, Any]]:

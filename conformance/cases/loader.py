@@ -3,6 +3,11 @@ placeholders and every manifest validated, each problem one ``file:line: path: m
 
 A file with a YAML syntax error yields one error; otherwise each document stands alone, so one
 broken case never hides its neighbours.
+
+``vocabulary`` (the placeholder keys drakit's own profile defines) makes a partial vendor
+profile usable: a placeholder the profile lacks but the vocabulary knows leaves the case loaded
+with ``unresolved`` set (it is skipped as not applicable); any other unknown placeholder is a
+load error. Each case also carries its :mod:`needs <conformance.cases.needs>`.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Collection, Mapping
 
 import jsonschema
 
@@ -22,6 +27,7 @@ from ..features import BY_ID, DEFAULT_GATES
 from ..model import parse_object
 from ..yamlmarks import MarkedDict, line_of, load_documents
 from .model import Case, NodeSpec, Step
+from .needs import derive_needs
 from .placeholders import resolve, substitute_runtime
 
 SCHEMA_PATH = Path(__file__).with_name("case.v1.json")
@@ -41,16 +47,18 @@ class LoadResult:
     errors: tuple[LoadError, ...]
 
 
-def load_file(path: Path, profile: Mapping[str, str], *, display: str | None = None) -> LoadResult:
+def load_file(path: Path, profile: Mapping[str, str], *, display: str | None = None,
+              vocabulary: Collection[str] | None = None) -> LoadResult:
     name = display or str(path)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return LoadResult((), (LoadError(name, None, f"cannot read: {exc}"),))
-    return load_text(text, name, profile)
+    return load_text(text, name, profile, vocabulary=vocabulary)
 
 
-def load_text(text: str, file: str, profile: Mapping[str, str]) -> LoadResult:
+def load_text(text: str, file: str, profile: Mapping[str, str], *,
+              vocabulary: Collection[str] | None = None) -> LoadResult:
     source = tuple(text.splitlines())
     try:
         docs = list(load_documents(text, file))
@@ -62,7 +70,7 @@ def load_text(text: str, file: str, profile: Mapping[str, str]) -> LoadResult:
     for i, (start, doc) in enumerate(docs):
         end = (starts[i + 1] - 1) if i + 1 < len(docs) else len(source)
         try:
-            cases.append(_load_case(doc, file, start, end, source, profile))
+            cases.append(_load_case(doc, file, start, end, source, profile, vocabulary))
         except LoadError as exc:
             errors.append(exc)
     seen: dict[str, int] = {}
@@ -97,7 +105,8 @@ def _deepest(err: jsonschema.ValidationError) -> jsonschema.ValidationError:
     return err
 
 
-def _load_case(doc: Any, file: str, start: int, end: int, source: tuple[str, ...], profile: Mapping[str, str]) -> Case:
+def _load_case(doc: Any, file: str, start: int, end: int, source: tuple[str, ...], profile: Mapping[str, str],
+               vocabulary: Collection[str] | None = None) -> Case:
     if not isinstance(doc, MarkedDict):
         raise LoadError(file, start, "a case document must be a mapping")
     problem = _schema_error(doc, file, start)
@@ -105,10 +114,11 @@ def _load_case(doc: Any, file: str, start: int, end: int, source: tuple[str, ...
         raise problem
     unknown: list[tuple[tuple[object, ...], str]] = []
     doc = resolve(doc, profile, lambda p, k: unknown.append((p, k)))
-    if unknown:
-        p, key = unknown[0]
-        raise LoadError(file, line_of(doc, p) or start, f"unknown placeholder ${{{key}}} (not in the vendor profile)",
-                        format_path(p))
+    for p, key in unknown:
+        if vocabulary is None or key not in vocabulary:
+            raise LoadError(file, line_of(doc, p) or start, f"unknown placeholder ${{{key}}} (not in the vendor profile)",
+                            format_path(p))
+    unresolved = tuple(dict.fromkeys(key for _, key in unknown))
     for i, f in enumerate(doc["features"]):
         if f not in BY_ID:
             raise LoadError(file, line_of(doc, ("features", i)) or start,
@@ -118,7 +128,7 @@ def _load_case(doc: Any, file: str, start: int, end: int, source: tuple[str, ...
         if g not in DEFAULT_GATES:
             raise LoadError(file, line_of(doc, ("featureGates", g)) or start, f"unknown feature gate {g!r}",
                             f"featureGates.{g}")
-    steps = tuple(_step(doc, i, s, file, start) for i, s in enumerate(doc["steps"]))
+    steps = tuple(_step(doc, i, s, file, start, validate=not unresolved) for i, s in enumerate(doc["steps"]))
     hw = doc.get("hardware") or {}
     nodes = tuple(NodeSpec(n["name"], n.get("shape"), dict(n.get("labels") or {}),
                            {str(k): str(v) for k, v in (n.get("allocatable") or {}).items()}) for n in hw.get("nodes") or [])
@@ -130,18 +140,18 @@ def _load_case(doc: Any, file: str, start: int, end: int, source: tuple[str, ...
         profile=doc.get("profile", "required"), backends=tuple(doc.get("backends") or ("reference", "cluster")),
         feature_gates=gates, namespace_labels=dict((doc.get("namespace") or {}).get("labels") or {}),
         nodes=nodes, install_classes=bool(hw.get("classes", True)), steps=steps, file=file, line=start,
-        end_line=end, source=source,
+        end_line=end, source=source, needs=derive_needs(doc, start), unresolved=unresolved,
     )
 
 
-def _step(doc: Any, i: int, s: Any, file: str, start: int) -> Step:
+def _step(doc: Any, i: int, s: Any, file: str, start: int, *, validate: bool = True) -> Step:
     path: tuple[object, ...] = ("steps", i)
     line = line_of(doc, path) or start
     name = s.get("name") or ""
     within = _duration(s["within"]) if "within" in s else None
     if "apply" in s:
         manifests = s["apply"] if isinstance(s["apply"], list) else [s["apply"]]
-        if "expectError" not in s:
+        if "expectError" not in s and validate:  # unresolved placeholders: the case will not run
             for j, m in enumerate(manifests):
                 mpath = path + ("apply",) + ((j,) if isinstance(s["apply"], list) else ())
                 _validate_manifest(doc, m, mpath, file, start)

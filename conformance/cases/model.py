@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .needs import Need
+
 
 @dataclass(frozen=True)
 class Step:
@@ -47,6 +49,8 @@ class Case:
     line: int
     end_line: int
     source: tuple[str, ...] = field(repr=False, default=())  # every line of the file
+    needs: tuple[Need, ...] = ()            # powers only the fake driver has (derived + declared)
+    unresolved: tuple[str, ...] = ()        # placeholders the vendor profile does not define
 
     def excerpt(self, line: int, context: int = 3) -> dict[str, Any]:
         start = max(self.line, line - context)

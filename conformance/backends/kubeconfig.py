@@ -1,0 +1,149 @@
+"""The kubeconfig provider: which file, context and cluster a run targets, checked before
+anything connects.
+
+:func:`resolve_kubeconfig` reads the file(s) (``--kubeconfig``, else ``$KUBECONFIG``, a
+``os.pathsep``-separated list as kubectl reads it, else ``~/.kube/config``) and checks that the
+chosen context (``--context``, else ``current-context``) exists and names a cluster with a
+server. Every problem is a :class:`KubeconfigError` with one line naming the file and the
+problem. Messages and :class:`KubeTarget` carry names only (context, cluster, user entry name):
+never a server address, a certificate, a key, a token or any other part of the file's content.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+DEFAULT_PATH = "~/.kube/config"
+
+
+class KubeconfigError(ValueError):
+    """A kubeconfig that cannot be used; the message names the file and the problem."""
+
+
+@dataclass(frozen=True)
+class KubeTarget:
+    """The resolved kubeconfig: files, context and the names the context points at."""
+
+    files: tuple[Path, ...]
+    context: str
+    cluster: str
+    user: str | None
+
+    @property
+    def config_file(self) -> str:
+        """The value to hand the kubernetes client (a pathsep-joined list for several files)."""
+        return os.pathsep.join(str(f) for f in self.files)
+
+
+def _entries(data: Mapping[str, Any], field: str, where: str) -> dict[str, Any]:
+    raw = data.get(field) or []
+    if not isinstance(raw, list):
+        raise KubeconfigError(f"kubeconfig {where}: {field}: expected a list of {{name, {field[:-1]}}}")
+    out: dict[str, Any] = {}
+    for i, entry in enumerate(raw):
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+            raise KubeconfigError(f"kubeconfig {where}: {field}[{i}]: expected a mapping with a name")
+        body = entry.get(field[:-1])
+        if not isinstance(body, Mapping):
+            raise KubeconfigError(f"kubeconfig {where}: {field}[{i}] ({entry['name']!r}): "
+                                  f"missing its {field[:-1]} mapping")
+        out[entry["name"]] = body
+    return out
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    """One kubeconfig file as data, None when it does not exist."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise KubeconfigError(f"kubeconfig {path}: is a folder, not a file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or type(exc).__name__
+        raise KubeconfigError(f"kubeconfig {path}: cannot read: {reason}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        # the YAML error text quotes the file's content, which may hold credentials: not shown
+        raise KubeconfigError(f"kubeconfig {where}: not valid YAML") from None
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise KubeconfigError(f"kubeconfig {path}: not a kubeconfig (expected a mapping with clusters, "
+                              f"users and contexts)")
+    return dict(data)
+
+
+def resolve_kubeconfig(path: str | None, context: str | None,
+                       environ: Mapping[str, str] | None = None) -> KubeTarget:
+    """The kubeconfig target of a run; see the module docstring."""
+    env = os.environ if environ is None else environ
+    raw = path or env.get("KUBECONFIG") or DEFAULT_PATH
+    files = [Path(p).expanduser() for p in raw.split(os.pathsep) if p]
+    label = ", ".join(str(f) for f in files) or raw
+    contexts: dict[str, Any] = {}
+    clusters: dict[str, Any] = {}
+    users: dict[str, Any] = {}
+    current: str | None = None
+    found: list[Path] = []
+    for f in files:
+        data = _read(f)
+        if data is None:
+            if len(files) == 1:
+                raise KubeconfigError(f"kubeconfig {f}: no such file")
+            continue  # like kubectl: missing entries of a $KUBECONFIG list are skipped
+        found.append(f)
+        for table, field in ((contexts, "contexts"), (clusters, "clusters"), (users, "users")):
+            for name, body in _entries(data, field, str(f)).items():
+                table.setdefault(name, body)  # the first file that names an entry wins
+        if current is None and isinstance(data.get("current-context"), str) and data["current-context"]:
+            current = data["current-context"]
+    if not found:
+        raise KubeconfigError(f"kubeconfig {label}: none of these files exists")
+    label = ", ".join(str(f) for f in found)
+    known = ", ".join(sorted(contexts)) or "none"
+    chosen = context or current
+    if not chosen:
+        raise KubeconfigError(f"kubeconfig {label}: no current-context set; choose one with --context "
+                              f"(contexts: {known})")
+    if chosen not in contexts:
+        raise KubeconfigError(f"kubeconfig {label}: context {chosen!r} not found (contexts: {known})")
+    ctx = contexts[chosen]
+    cluster = ctx.get("cluster")
+    if not isinstance(cluster, str) or cluster not in clusters:
+        raise KubeconfigError(f"kubeconfig {label}: context {chosen!r} names cluster {cluster!r}, "
+                              f"which the file does not define")
+    if not clusters[cluster].get("server"):
+        raise KubeconfigError(f"kubeconfig {label}: cluster {cluster!r} has no server")
+    user = ctx.get("user")
+    if user is not None and (not isinstance(user, str) or user not in users):
+        raise KubeconfigError(f"kubeconfig {label}: context {chosen!r} names user {user!r}, "
+                              f"which the file does not define")
+    return KubeTarget(tuple(found), chosen, cluster, user)
+
+
+def client_configuration(target: KubeTarget) -> Any:
+    """A ``kubernetes.client.Configuration`` for the target; KubeconfigError when the client
+    cannot use the context (unreadable certificate files, a failing exec plugin...)."""
+    from kubernetes import config as kconfig
+    from kubernetes.client import Configuration
+
+    cfg = Configuration()
+    try:
+        kconfig.load_kube_config(config_file=target.config_file, context=target.context,  # type: ignore[no-untyped-call]
+                                 client_configuration=cfg, persist_config=False)
+    except Exception as exc:
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        from reports import redact
+        shown = redact({"message": text[:200]})[0].get("message", "")
+        raise KubeconfigError(f"kubeconfig {', '.join(map(str, target.files))}: context {target.context!r}: "
+                              f"{type(exc).__name__}: {shown}") from None
+    return cfg

@@ -337,3 +337,20 @@ def test_report_shows_the_cluster_environment_escaped() -> None:
     for shown in (f"<code>ctx{escaped}</code>", f"v{escaped}", f"<code>d{escaped}</code>",
                   f"dry-run: field kept{escaped}", "<code>resource.k8s.io/v1</code>"):
         assert shown in html, shown
+
+
+def test_discovery_knows_kinds_whose_plural_is_not_kind_plus_s() -> None:
+    """DeviceClass is served as "deviceclasses": a served kind must never read as unserved."""
+    from conformance.backends.discovery import served_resources, Discovery
+
+    docs = {"/apis": {"groups": [{"name": "resource.k8s.io", "versions": [{"groupVersion": "resource.k8s.io/v1"}]}]},
+            "/apis/resource.k8s.io/v1": {"resources": [
+                {"name": "deviceclasses", "kind": "DeviceClass"}, {"name": "resourceclaims", "kind": "ResourceClaim"},
+                {"name": "resourceclaims/status", "kind": "ResourceClaim"}]}}
+    served, resources, kinds = served_resources(docs.__getitem__)
+    found = Discovery("v1.37.2", served, resources, kinds)
+    assert found.serves("resource.k8s.io/v1", "DeviceClass")
+    assert found.serves("resource.k8s.io/v1", "ResourceClaim")
+    assert not found.serves("resource.k8s.io/v1", "DeviceTaintRule")
+    assert not found.serves("resource.k8s.io/v1beta1", "DeviceClass")
+    assert found.serves("v1", "Pod")

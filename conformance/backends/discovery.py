@@ -39,6 +39,7 @@ class Discovery:
     version: str
     served: tuple[str, ...]                       # group versions, e.g. resource.k8s.io/v1
     resources: dict[str, frozenset[str]]          # group version -> resource names (plural)
+    kinds: dict[str, frozenset[str]] = field(default_factory=dict)  # group version -> kinds
     gates: dict[str, bool] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)  # gate -> how its value is known
 
@@ -47,7 +48,7 @@ class Discovery:
         group = api_version.rpartition("/")[0]
         if group not in GROUPS:
             return True
-        return kind.lower() + "s" in self.resources.get(api_version, frozenset())
+        return kind in self.kinds.get(api_version, frozenset())
 
 
 # (gate, group version, resource) present -> gate on
@@ -142,19 +143,23 @@ def probe_gate(dry_run: Callable[[dict[str, Any]], dict[str, Any]], gate: str, n
         else (False, f"{DRY_RUN}: field dropped")
 
 
-def served_resources(get_json: Callable[[str], dict[str, Any]]) -> tuple[tuple[str, ...], dict[str, frozenset[str]]]:
-    """The served group versions of the DRA groups and their resources, from API discovery."""
+def served_resources(get_json: Callable[[str], dict[str, Any]]
+                     ) -> tuple[tuple[str, ...], dict[str, frozenset[str]], dict[str, frozenset[str]]]:
+    """The served group versions of the DRA groups, their resources and their kinds, from API
+    discovery."""
     served: list[str] = []
     resources: dict[str, frozenset[str]] = {}
+    kinds: dict[str, frozenset[str]] = {}
     for group in get_json("/apis").get("groups") or []:
         if group.get("name") not in GROUPS:
             continue
         for version in group.get("versions") or []:
             gv = version.get("groupVersion") or f"{group['name']}/{version.get('version')}"
             served.append(gv)
-            names = {r.get("name", "") for r in get_json(f"/apis/{gv}").get("resources") or []}
-            resources[gv] = frozenset(n for n in names if "/" not in n)
-    return tuple(sorted(served)), resources
+            listed = [r for r in get_json(f"/apis/{gv}").get("resources") or [] if "/" not in r.get("name", "/")]
+            resources[gv] = frozenset(r["name"] for r in listed)
+            kinds[gv] = frozenset(r.get("kind", "") for r in listed)
+    return tuple(sorted(served)), resources, kinds
 
 
 def discover(version: str, get_json: Callable[[str], dict[str, Any]],
@@ -162,8 +167,8 @@ def discover(version: str, get_json: Callable[[str], dict[str, Any]],
              known_gates: dict[str, bool] | None = None) -> Discovery:
     """Discover the cluster. ``known_gates`` (a cluster drakit started itself) are taken as they
     are; otherwise gates are inferred (``dry_run`` None: from served resources only)."""
-    served, resources = served_resources(get_json)
-    found = Discovery(version, served, resources)
+    served, resources, kinds = served_resources(get_json)
+    found = Discovery(version, served, resources, kinds)
     for gate, default in DEFAULT_GATES.items():
         if known_gates is not None:
             found.gates[gate] = known_gates.get(gate, default)

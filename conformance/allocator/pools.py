@@ -1,5 +1,12 @@
 """Pool gathering: which slices a node sees, which pools are complete, invalid or stale, and
-the order in which their devices are searched."""
+the order in which their devices are searched.
+
+The ``stable`` implementation gathers differently from ``incubating``/``experimental`` (see
+:meth:`Features.channel`): it keeps every slice with shared counters whatever its node
+selection, and it searches a pool's slices in the order they were listed instead of by name.
+Its pool order is Go map order (random) upstream; here it is the sorted one, one of the
+orders upstream may produce.
+"""
 
 from __future__ import annotations
 
@@ -37,7 +44,10 @@ class SliceIndex:
     """
 
     def __init__(self, slices: Sequence[ResourceSlice]) -> None:
-        self._views: dict[tuple[str, tuple[tuple[str, str], ...], Features], tuple[list["Pool"], list[CandidateDevice]]] = {}
+        self._views: dict[tuple[str, tuple[tuple[str, str], ...], Features, str],
+                          tuple[list["Pool"], list[CandidateDevice]]] = {}
+        self.all: list[ResourceSlice] = list(slices)
+        self.position: dict[int, int] = {id(s): i for i, s in enumerate(self.all)}
         self.node_local: dict[str, list[ResourceSlice]] = {}
         self.shared: list[ResourceSlice] = []
         self.by_pool: dict[tuple[str, str], list[ResourceSlice]] = {}
@@ -49,11 +59,12 @@ class SliceIndex:
             self.by_pool.setdefault((s.driver, s.pool.name), []).append(s)
 
 
-    def view(self, node: NodeInfo, features: Features) -> tuple[list["Pool"], list[CandidateDevice]]:
-        key = (node.name, tuple(sorted(node.labels.items())), features)
+    def view(self, node: NodeInfo, features: Features,
+             channel: str = "incubating") -> tuple[list["Pool"], list[CandidateDevice]]:
+        key = (node.name, tuple(sorted(node.labels.items())), features, channel)
         hit = self._views.get(key)
         if hit is None:
-            pools = gather_pools(self, node, features)
+            pools = gather_pools(self, node, features, channel)
             hit = (pools, candidates(pools))
             self._views[key] = hit
         return hit
@@ -76,14 +87,15 @@ def _slice_relevant(s: ResourceSlice, node: NodeInfo) -> bool:
     return False
 
 
-def gather_pools(index: SliceIndex, node: NodeInfo, features: Features) -> list[Pool]:
+def gather_pools(index: SliceIndex, node: NodeInfo, features: Features, channel: str = "incubating") -> list[Pool]:
+    stable = channel == "stable"
     collected: dict[tuple[str, str], list[ResourceSlice]] = {}
-    for s in index.node_local.get(node.name, []) + index.shared:
+    for s in index.all if stable else index.node_local.get(node.name, []) + index.shared:
         if not features.partitionable_devices and (s.per_device_node_selection or s.shared_counters):
             continue
         if not features.compatibility_groups and uses_compatibility_groups(s):
             continue
-        if not _slice_relevant(s, node):
+        if not (stable and s.shared_counters) and not _slice_relevant(s, node):
             continue
         key = (s.driver, s.pool.name)
         have = collected.get(key)
@@ -108,16 +120,22 @@ def gather_pools(index: SliceIndex, node: NodeInfo, features: Features) -> list[
                 continue
             mine = {id(s) for s in got}
             others = [s for s in same if id(s) not in mine]
-        pools.append(_build_pool(key, gen, got, others, features))
-    pools.sort(key=lambda p: (p.has_binding_conditions, p.driver.encode(), p.name.encode()))
+        pools.append(_build_pool(key, gen, got, others, features, index if stable else None))
+    pools.sort(key=lambda p: (p.has_binding_conditions and not stable, p.driver.encode(), p.name.encode()))
     return pools
 
 
 def _build_pool(key: tuple[str, str], gen: int, targeting: list[ResourceSlice], others: list[ResourceSlice],
-                features: Features) -> Pool:
+                features: Features, listed: SliceIndex | None = None) -> Pool:
+    """``listed``: keep the slices in the order of that index (stable) instead of by name."""
     pool = Pool(key[0], key[1], gen)
-    targeting = sorted(targeting, key=lambda s: s.name.encode())
-    others = sorted(others, key=lambda s: s.name.encode())
+    if listed is not None:
+        order = listed.position
+        targeting = sorted(targeting, key=lambda s: order[id(s)])
+        others = sorted(others, key=lambda s: order[id(s)])
+    else:
+        targeting = sorted(targeting, key=lambda s: s.name.encode())
+        others = sorted(others, key=lambda s: s.name.encode())
     counter_slices = [s for s in targeting + others if s.shared_counters] if features.partitionable_devices else []
     pool.slices = [s for s in targeting if not (features.partitionable_devices and s.shared_counters)]
     pool.other_slices = [s for s in others if not (features.partitionable_devices and s.shared_counters)]

@@ -25,12 +25,13 @@ def build_configs(claim: ResourceClaim, chosen: Sequence[tuple[str, DeviceClass]
             entries.append(("FromClass", [name], cfg.driver, cfg.parameters))
     chosen_names = {n for n, _ in chosen}
     base_names = {n.split("/", 1)[0] for n, _ in chosen}
-    for cfg in claim.spec.config:
-        if not cfg.requests:
-            entries.append(("FromClaim", [], cfg.opaque.driver, cfg.opaque.parameters))
+    for claim_cfg in claim.spec.config:
+        opaque = claim_cfg.opaque
+        if not claim_cfg.requests:
+            entries.append(("FromClaim", [], opaque.driver, opaque.parameters))
             continue
-        if any(r in chosen_names or ("/" not in r and r in base_names) for r in cfg.requests):
-            entries.append(("FromClaim", list(cfg.requests), cfg.opaque.driver, cfg.opaque.parameters))
+        if any(r in chosen_names or ("/" not in r and r in base_names) for r in claim_cfg.requests):
+            entries.append(("FromClaim", list(claim_cfg.requests), opaque.driver, opaque.parameters))
     out: list[ConfigResult] = []
     for source, requests, driver, params in entries:
         covered = all(n in requests or n.split("/", 1)[0] in requests for n, _ in chosen)
@@ -38,7 +39,10 @@ def build_configs(claim: ResourceClaim, chosen: Sequence[tuple[str, DeviceClass]
     return tuple(out)
 
 
-def build_node_selector(claim: ResourceClaim, devices: Sequence[CandidateDevice], node: NodeInfo) -> NodeSelector | None:
+def build_node_selector(claim: ResourceClaim, devices: Sequence[CandidateDevice], node: NodeInfo, *,
+                        binds_to_node: bool = True) -> NodeSelector | None:
+    """``binds_to_node``: a device's ``bindsToNode`` pins the claim to the node (the stable
+    implementation does not know the field)."""
     exprs: list[Requirement] = []
     fields: list[Requirement] = []
     for cand in devices:
@@ -47,7 +51,7 @@ def build_node_selector(claim: ResourceClaim, devices: Sequence[CandidateDevice]
             node_name, selector = d.node_name, d.node_selector
         else:
             node_name, selector = s.node_name, s.node_selector
-        if node_name or d.binds_to_node:
+        if node_name or (binds_to_node and d.binds_to_node):
             return node_name_selector(node.name)
         if selector is None:
             continue

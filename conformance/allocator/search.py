@@ -4,6 +4,16 @@ One :class:`Allocator` per scheduling cycle (the cluster state it was built from
 change); :meth:`Allocator.allocate` is called per node with the pod's unallocated claims and
 returns one result per claim, ``None`` when the node cannot satisfy them, or raises
 :class:`AllocationError` (fatal) / :class:`NodeAllocationError` (this node only).
+
+Upstream has three implementations and ``NewAllocator`` picks one from the switches that are on
+(:meth:`Features.channel`); where their answers differ, drakit follows the one picked:
+
+- only ``experimental`` refuses devices of a slice with ``skipNodeOperations`` (unless the gate
+  is on and the node declares the feature) and copies the list into the result;
+- ``stable`` ignores capacity requests (no gate error), refuses ``distinctAttribute``
+  constraints, counts only dedicated allocations against shared counters, ignores
+  ``bindsToNode``, shows CEL ``allowMultipleAllocations`` as false, has no start location in
+  the search, and gathers pools its own way (see :mod:`.pools`).
 """
 
 from __future__ import annotations
@@ -13,17 +23,19 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from ..cel import CelCompileError, CelDevice, CelRuntimeError, compile_selector, encode_device, evaluate_derived
+from ..cel import CelCompileError, CelRuntimeError
 from ..model.attributes import AttributeValue
 from ..quantity import Quantity
 from ..model.claim import DeviceClass, DeviceRequestSpec, ResourceClaim
 from ..model.slice import Device, ResourceSlice, node_matches
 from . import capacity as cap
 from .constraints import ConstraintTracker, GroupIntersection, lookup_attribute
-from .pools import Pool, SliceIndex
+from .counters import CounterBook
+from .pools import SliceIndex
+from .selectors import SelectorCache
 from .results import build_configs, build_node_selector
-from .types import (ALLOCATION_LIMIT, AllocatedState, AllocationError, AllocationResult, CandidateDevice, DeviceID,
-                    DeviceResult, Features, NodeAllocationError, NodeInfo, device_id_str)
+from .types import (ALLOCATION_LIMIT, CHANNELS, AllocatedState, AllocationError, AllocationResult, CandidateDevice,
+                    DeviceID, DeviceResult, Features, NodeAllocationError, NodeInfo, device_id_str)
 
 OPTIONAL_NODE_OPERATIONS = "DRAOptionalNodeOperations"  # what a node declares in status.declaredFeatures
 CEL_HINT = (". consider using CEL optional chaining (.? followed by orValue()) or guarding the check with has() "
@@ -55,52 +67,6 @@ class _RequestData:
         return self.sub_name or self.request_name
 
 
-class SelectorCache:
-    """CEL results per (expression, device); device attributes do not change during a run, so the
-    cache may outlive one allocator. Encoded CEL inputs are cached per device too."""
-
-    def __init__(self) -> None:
-        self._encoded: dict[int, tuple[Device, object]] = {}
-        self._results: dict[tuple[str, int], object] = {}
-
-    def encoded(self, device: Device, driver: str) -> object:
-        hit = self._encoded.get(id(device))
-        if hit is None or hit[0] is not device:
-            enc = encode_device(CelDevice(driver, device.attributes,
-                                          {k: c.value for k, c in device.capacity.items()},
-                                          device.allow_multiple_allocations))
-            hit = (device, enc)
-            self._encoded[id(device)] = hit
-        return hit[1]
-
-    def derived(self, expression: str, device: Device, driver: str) -> AttributeValue:
-        key = ("derived:" + expression, id(device))
-        got = self._results.get(key)
-        if got is None:
-            try:
-                got = evaluate_derived(expression, self.encoded(device, driver))  # type: ignore[arg-type]
-            except CelRuntimeError as exc:
-                got = exc
-            self._results[key] = got  # type: ignore[assignment]
-        if isinstance(got, CelRuntimeError):
-            raise got
-        return got  # type: ignore[return-value]
-
-    def evaluate(self, expression: str, device: Device, driver: str, allow_multiple: bool) -> bool:
-        key = (expression, id(device))
-        got = self._results.get(key)
-        if got is None:
-            selector = compile_selector(expression)  # CelCompileError propagates
-            try:
-                got = selector.matches(self.encoded(device, driver))
-            except CelRuntimeError as exc:
-                got = exc
-            self._results[key] = got
-        if isinstance(got, CelRuntimeError):
-            raise got
-        return got
-
-
 @dataclass
 class _CallState:
     """Mutable state of one allocate() call."""
@@ -118,22 +84,28 @@ class _CallState:
 class Allocator:
     def __init__(self, features: Features, classes: Mapping[str, DeviceClass],
                  slices: Sequence[ResourceSlice] | SliceIndex, allocated: AllocatedState | None = None, *,
-                 share_ids: Callable[[], str] | None = None, cel_cache: SelectorCache | None = None) -> None:
+                 share_ids: Callable[[], str] | None = None, cel_cache: SelectorCache | None = None,
+                 channels: Sequence[str] = CHANNELS) -> None:
         self.features = features
+        self.channels = tuple(channels)  # the implementations upstream may pick from (all, as the scheduler)
+        self.channel: str | None = None  # the one it picks: set by allocate()
         self.classes = classes
         self.index = slices if isinstance(slices, SliceIndex) else SliceIndex(slices)
         self.allocated = allocated or AllocatedState()
         self.share_ids = share_ids or (lambda: str(uuid.uuid4()))
         self.cel = cel_cache or SelectorCache()
-        self._available: dict[tuple[str, str], dict[str, dict[str, Quantity]]] = {}
-        self._group_baseline: dict[tuple[str, str], dict[str, GroupIntersection]] = {}
-        self._shared = self.allocated.shared_devices()
+        self._book = CounterBook(self.allocated)  # committed counters and groups, per pool
         self.last_steps = 0
 
     # -- public ---------------------------------------------------------------------------
 
     def allocate(self, node: NodeInfo, claims: Sequence[ResourceClaim]) -> list[AllocationResult] | None:
-        pools, order = self.index.view(node, self.features)
+        self.channel = self.features.channel(self.channels)
+        self._stable = self.channel == "stable"
+        self._experimental = self.channel == "experimental"
+        if self._stable and not self._book.dedicated_only:
+            self._book = CounterBook(self.allocated, dedicated_only=True)
+        pools, order = self.index.view(node, self.features, self.channel)
         self._pools = pools
         self._node = node
         self._claims = claims
@@ -167,16 +139,23 @@ class Allocator:
             if req.first_available and not f.prioritized_list:
                 raise AllocationError(f"{where}: has subrequests, but the DRAPrioritizedList feature is disabled")
             specs = [req.exactly] if req.exactly is not None else list(req.first_available)
+            if not f.consumable_capacity and not self._stable:
+                # Checked for every entry before any entry is validated; the stable
+                # implementation does not know capacity requests and ignores them.
+                for spec in specs:
+                    assert spec is not None
+                    if spec.capacity is not None:
+                        what = f"subrequest {spec.name}" if req.first_available else f"request {req.name}"
+                        raise AllocationError(f"claim {claim.ref}, {what}: has capacity requests, but the "
+                                              f"DRAConsumableCapacity feature is disabled")
             counts: list[int] = []
             for si, spec in enumerate(specs):
                 assert spec is not None
                 sub_name = spec.name if req.first_available else None
-                sub_where = f"claim {claim.ref}, {'subrequest' if sub_name else 'request'} {spec.name}"
+                sub_where = f"claim {claim.ref}, request {spec.name}"  # upstream names the entry itself
                 if spec.derived_attributes and not f.derived_attributes:
-                    raise AllocationError(f"claim {claim.ref}, request {spec.name}: cannot handle request with derived "
-                                          f"attributes, the feature is disabled")
-                if spec.capacity is not None and not f.consumable_capacity:
-                    raise AllocationError(f"{sub_where}: has capacity requests, but the DRAConsumableCapacity feature is disabled")
+                    raise AllocationError(f"{sub_where}: cannot handle request with derived attributes, the feature "
+                                          f"is disabled")
                 if spec.admin_access is not None and not f.admin_access:
                     raise AllocationError(f"{where}: admin access is requested, but the feature is disabled")
                 cls = self.classes.get(spec.device_class_name)
@@ -198,7 +177,11 @@ class Allocator:
                                       f"limit of {ALLOCATION_LIMIT}, with {min_devices} already accounted for")
             min_devices += need
         trackers: list[ConstraintTracker] = []
-        for c in claim.spec.constraints:
+        for i, c in enumerate(claim.spec.constraints):
+            if self._stable and c.match_attribute is None:
+                # The stable implementation knows matchAttribute only.
+                raise AllocationError(f"claim {claim.ref}, constraint #{i}: empty constraint (unsupported constraint "
+                                      f"type?)")
             name = c.match_attribute or c.distinct_attribute
             assert name is not None
             trackers.append(ConstraintTracker(name, c.requests, c.match_attribute is None,
@@ -292,7 +275,8 @@ class Allocator:
             if undo is None:
                 continue
             try:
-                done = self._allocate_one(ci, ri, si, dev + 1, in_sub, pos + 1)
+                # stable has no start location: every device of the request searches from the top
+                done = self._allocate_one(ci, ri, si, dev + 1, in_sub, 0 if self._stable else pos + 1)
             except BaseException:
                 undo()
                 raise
@@ -325,7 +309,7 @@ class Allocator:
         return ok
 
     def _eval_selectors(self, rd: _RequestData, cand: CandidateDevice) -> bool:
-        multi = self._multi(cand)
+        multi = cand.device.allow_multiple_allocations and not self._stable
         claim_ref = self._claims[rd.claim].ref
         for owner, exprs in ((f"class {rd.device_class.name}", rd.device_class.selectors),
                              (f"claim {claim_ref}", rd.spec.selectors)):
@@ -348,8 +332,10 @@ class Allocator:
         try:
             consumed = cap.consumption(rd.spec.capacity, d.capacity, self.features.fractional_capacity)
         except cap.CapacityError as exc:
+            # The All pre-pass names the device alone, the search its full ID.
+            device = device_id_str(cand.id) if in_call else d.name
             raise AllocationError(f"claim {self._claims[rd.claim].ref}, request {rd.message_name}: checking capacity "
-                                  f"for device {device_id_str(cand.id)}: {exc}") from None
+                                  f"for device {device}: {exc}") from None
         if consumed is None:
             return False
         if not in_call:
@@ -371,9 +357,9 @@ class Allocator:
             return None
         if not admin and self._in_use(cand):
             return None
-        if cand.slice.skip_node_operations and not (
+        if self._experimental and cand.slice.skip_node_operations and not (
                 f.optional_node_operations and OPTIONAL_NODE_OPERATIONS in self._node.declared_features):
-            return None
+            return None  # only the experimental implementation looks at skipNodeOperations
         if d.consumes_counters and not f.partitionable_devices:
             return None
         undo_steps: list[Callable[[], None]] = []
@@ -382,14 +368,16 @@ class Allocator:
             for step in reversed(undo_steps):
                 step()
 
-        skip_counters = multi and self._capacity_in_use(cand.id)
+        # A shareable device that already has a share (committed or in this call) pays no counters.
+        skip_counters = multi and (self._book.in_use(cand.id) or cand.id in st.allocating_capacity)
+        pool = self._by_pool[(cand.id[0], cand.id[1])]
         if f.compatibility_groups and not skip_counters and d.consumes_counters:
-            restore = self._consume_groups(cand)
+            restore = self._book.consume_groups(pool, st.groups.setdefault(pool.key, {}), d)
             if restore is None:
                 return None
             undo_steps.append(restore)
         if not skip_counters and d.consumes_counters:
-            release_counters = self._reserve_counters(cand)
+            release_counters = self._book.reserve(pool, st.counters.setdefault(pool.key, {}), d)
             if release_counters is None:
                 rollback()
                 return None
@@ -418,7 +406,11 @@ class Allocator:
                                           f"{device_id_str(cand.id)} because a claim constraint would not be satisfied")
                 return None
             added.append(tracker)
-        undo_steps.append(lambda: [t.remove(cand.id) for t in added])
+
+        def remove_from_constraints() -> None:
+            for t in added:
+                t.remove(cand.id)
+        undo_steps.append(remove_from_constraints)
         if not multi:
             st.allocating.setdefault(cand.id, set()).add(ci)
             undo_steps.append(lambda: st.allocating[cand.id].discard(ci))
@@ -453,7 +445,7 @@ class Allocator:
             binding_conditions=d.binding_conditions if f.device_binding_and_status else (),
             binding_failure_conditions=d.binding_failure_conditions if f.device_binding_and_status else (),
             share_id=share_id, consumed_capacity=consumed,
-            skip_node_operations=cand.slice.skip_node_operations,
+            skip_node_operations=cand.slice.skip_node_operations if self._experimental else (),
         )
         results = st.results[ci]
         results.append((result, cand))
@@ -482,94 +474,6 @@ class Allocator:
                 return False
         return True
 
-    # -- counters ------------------------------------------------------------------------------
-
-    def _available_counters(self, pool: Pool) -> dict[str, dict[str, Quantity]]:
-        """Counter-set values minus what committed allocations consume (once per allocator)."""
-        got = self._available.get(pool.key)
-        if got is not None:
-            return got
-        avail = {name: dict(counters) for name, counters in pool.counter_sets.items()}
-        for s in pool.slices + pool.other_slices:
-            for d in s.devices:
-                if self.allocated.is_allocated((pool.driver, pool.name, d.name), self._shared):
-                    for c in d.consumes_counters:
-                        for name, q in c.counters.items():
-                            if c.counter_set in avail and name in avail[c.counter_set]:
-                                avail[c.counter_set][name] = avail[c.counter_set][name] - q
-        self._available[pool.key] = avail
-        return avail
-
-    def _capacity_in_use(self, dev: DeviceID) -> bool:
-        """A shareable device that already has a share (committed or in this call) pays no counters."""
-        return dev in self.allocated.capacity or dev in self._shared or dev in self._st.allocating_capacity
-
-    def _reserve_counters(self, cand: CandidateDevice) -> Callable[[], None] | None:
-        d = cand.device
-        pool = self._by_pool[(cand.id[0], cand.id[1])]
-        avail = self._available_counters(pool)
-        used = self._st.counters.setdefault(pool.key, {})
-        for c in d.consumes_counters:
-            sets = used.setdefault(c.counter_set, {})
-            for name, q in c.counters.items():
-                sets[name] = sets[name] + q if name in sets else q
-
-        def release() -> None:
-            for c in d.consumes_counters:
-                for name, q in c.counters.items():
-                    used[c.counter_set][name] = used[c.counter_set][name] - q
-
-        zero = Quantity.from_number(0)
-        for set_name, counters in avail.items():
-            consumed = used.get(set_name, {})
-            for name, q in counters.items():
-                if q < consumed.get(name, zero):
-                    release()
-                    return None
-        return release
-
-    # -- compatibility groups ----------------------------------------------------------------
-
-    def _groups_baseline(self, pool: Pool) -> dict[str, GroupIntersection]:
-        """Per counter set, the groups of devices already allocated in the pool (read from the slices)."""
-        got = self._group_baseline.get(pool.key)
-        if got is not None:
-            return got
-        baseline: dict[str, GroupIntersection] = {}
-        for s in pool.slices + pool.other_slices:
-            for d in s.devices:
-                if not self.allocated.is_allocated((pool.driver, pool.name, d.name), self._shared):
-                    continue
-                for c in d.consumes_counters:
-                    baseline[c.counter_set] = baseline.get(c.counter_set, GroupIntersection()).add(
-                        frozenset(c.compatibility_groups))
-        self._group_baseline[pool.key] = baseline
-        return baseline
-
-    def _consume_groups(self, cand: CandidateDevice) -> Callable[[], None] | None:
-        pool = self._by_pool[(cand.id[0], cand.id[1])]
-        running = self._st.groups.setdefault(pool.key, {})
-        baseline = self._groups_baseline(pool)
-        saved: list[tuple[str, GroupIntersection | None]] = []
-
-        def restore() -> None:
-            for name, prev in reversed(saved):
-                if prev is None:
-                    running.pop(name, None)
-                else:
-                    running[name] = prev
-
-        for c in cand.device.consumes_counters:
-            existed = running.get(c.counter_set)
-            cur = existed if existed is not None else baseline.get(c.counter_set, GroupIntersection())
-            groups = frozenset(c.compatibility_groups)
-            if not cur.admits(groups):
-                restore()
-                return None
-            saved.append((c.counter_set, existed))
-            running[c.counter_set] = cur.add(groups)
-        return restore
-
     # -- results -------------------------------------------------------------------------------
 
     def _build_result(self, ci: int, claim: ResourceClaim) -> AllocationResult:
@@ -580,7 +484,7 @@ class Allocator:
             rd = self._requests[(ci, ri, si)]
             chosen.append((rd.result_name, rd.device_class))
         configs = build_configs(claim, chosen)
-        selector = build_node_selector(claim, [c for _, c in picked], self._node)
+        selector = build_node_selector(claim, [c for _, c in picked], self._node, binds_to_node=not self._stable)
         return AllocationResult(tuple(r for r, _ in picked), configs, selector)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from ..quantity import Quantity
 from ..model.claim import Toleration
@@ -17,9 +17,26 @@ def device_id_str(d: DeviceID) -> str:
     return "/".join(d)
 
 
+CHANNELS = ("stable", "incubating", "experimental")
+"""Upstream's allocator implementations, most stable first (the order ``NewAllocator`` tries)."""
+
+_STABLE = frozenset({"admin_access", "prioritized_list", "partitionable_devices", "device_taints"})
+_INCUBATING = _STABLE | {"device_binding_and_status", "consumable_capacity", "fractional_capacity"}
+_FEATURE_NAMES = ("admin_access", "prioritized_list", "partitionable_devices", "device_taints",
+                  "device_binding_and_status", "consumable_capacity", "list_type_attributes", "fractional_capacity",
+                  "optional_node_operations", "derived_attributes", "compatibility_groups")
+CHANNEL_FEATURES: dict[str, frozenset[str]] = {
+    "stable": _STABLE,
+    "incubating": _INCUBATING,
+    "experimental": frozenset(_FEATURE_NAMES),
+}
+"""The switches each implementation supports (upstream's ``SupportedFeatures`` per package)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Features:
-    """The allocator-relevant feature switches, derived from feature gates as upstream does."""
+    """The allocator-relevant feature switches, derived from feature gates as upstream does.
+    :meth:`channel` names the upstream implementation that handles them."""
 
     admin_access: bool = True
     prioritized_list: bool = True
@@ -32,6 +49,21 @@ class Features:
     optional_node_operations: bool = False
     derived_attributes: bool = False
     compatibility_groups: bool = False
+
+    def enabled(self) -> frozenset[str]:
+        """The switches that are on, by name (the names of :data:`CHANNEL_FEATURES`)."""
+        return frozenset(name for name in _FEATURE_NAMES if getattr(self, name))
+
+    def channel(self, enabled: Sequence[str] = CHANNELS) -> str:
+        """The upstream implementation ``NewAllocator`` picks for these switches: the first of
+        ``stable``, ``incubating``, ``experimental`` (among ``enabled``) that supports every
+        switch that is on. Raises :class:`AllocationError` when none does."""
+        on = self.enabled()
+        for name in CHANNELS:
+            if name in enabled and on <= CHANNEL_FEATURES[name]:
+                return name
+        raise AllocationError(f"internal error: no allocator available for feature set {sorted(on)}, "
+                              f"enabled allocators: {', '.join(c for c in CHANNELS if c in enabled)}")
 
     @classmethod
     def from_gates(cls, gates: Mapping[str, bool]) -> "Features":

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from ..errors import FieldError
 from ..quantity import Quantity
 from .attributes import ALL_KINDS, LIST_KINDS, AttributeValue
+from .capacity import (MAX_VALID_VALUES, DeviceCapacity, RequestPolicy, ValidRange,  # noqa: F401 (re-exported)
+                       parse_capacity, quantity_field)
 from .nodealloc import NodeAllocatableResource, parse_node_allocatable_resources
 from .meta import NodeSelector, ObjectMeta, parse_meta, parse_node_selector, selector_matches
 from .reader import Reader, check_dns_label, check_dns_subdomain, check_label_key, check_qualified_name
@@ -21,7 +23,6 @@ MAX_COUNTER_SETS = 8
 MAX_COUNTERS = 32
 MAX_CONSUMES_COUNTERS = 2
 MAX_BINDING_CONDITIONS = 4
-MAX_VALID_VALUES = 10
 MAX_COMPATIBILITY_GROUPS = 2
 TAINT_EFFECTS = ("NoSchedule", "NoExecute", "None")
 
@@ -40,26 +41,6 @@ class DeviceTaint:
         if self.time_added is not None:
             out["timeAdded"] = self.time_added
         return out
-
-
-@dataclass(frozen=True, slots=True)
-class ValidRange:
-    min: Quantity
-    max: Quantity | None = None
-    step: Quantity | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class RequestPolicy:
-    default: Quantity | None = None
-    valid_values: tuple[Quantity, ...] = ()
-    valid_range: ValidRange | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class DeviceCapacity:
-    value: Quantity
-    request_policy: RequestPolicy | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,18 +115,6 @@ def node_matches(node_name: str, labels: dict[str, str], *, want_node: str | Non
 
 # --- parsing --------------------------------------------------------------------------------
 
-def _quantity(r: Reader, key: str, *, required: bool = False) -> Quantity | None:
-    v = r.raw(key)
-    if v is None:
-        if required:
-            raise FieldError(r.at(key), "required value")
-        return None
-    try:
-        return Quantity.from_yaml(v)
-    except (ValueError, TypeError) as exc:
-        raise FieldError(r.at(key), f"invalid quantity {v!r}: {exc}") from None
-
-
 def _counter_map(r: Reader, key: str) -> dict[str, Quantity]:
     raw = r.raw(key)
     if raw is None:
@@ -158,7 +127,7 @@ def _counter_map(r: Reader, key: str) -> dict[str, Quantity]:
     for name, spec in raw.items():
         check_dns_label(r.at(key) + (name,), str(name), "counter name must be a DNS label")
         c = Reader(spec, r.at(key) + (name,))
-        q = _quantity(c, "value", required=True)
+        q = quantity_field(c, "value", required=True)
         c.done()
         assert q is not None
         out[str(name)] = q
@@ -204,40 +173,6 @@ def parse_attribute(r: Reader) -> AttributeValue:
     return AttributeValue(kind, v)
 
 
-def _parse_capacity(r: Reader) -> DeviceCapacity:
-    value = _quantity(r, "value", required=True)
-    assert value is not None
-    policy = None
-    p = r.obj("requestPolicy")
-    if p is not None:
-        default = _quantity(p, "default")
-        valid_values: list[Quantity] = []
-        for item, path in p.items("validValues", max_items=MAX_VALID_VALUES):
-            try:
-                valid_values.append(Quantity.from_yaml(item))
-            except (ValueError, TypeError) as exc:
-                raise FieldError(path, f"invalid quantity {item!r}: {exc}") from None
-        if valid_values != sorted(valid_values) or len(set(valid_values)) != len(valid_values):
-            raise FieldError(p.at("validValues"), "must be sorted ascending without duplicates")
-        vr = None
-        rr = p.obj("validRange")
-        if rr is not None:
-            mn = _quantity(rr, "min", required=True)
-            mx = _quantity(rr, "max")
-            st = _quantity(rr, "step")
-            rr.done()
-            assert mn is not None
-            if mx is not None and mx < mn:
-                raise FieldError(rr.at("max"), "must be greater than or equal to min")
-            vr = ValidRange(mn, mx, st)
-        p.done()
-        if valid_values and vr is not None:
-            raise FieldError(p.path, "validValues and validRange are mutually exclusive")
-        policy = RequestPolicy(default, tuple(valid_values), vr)
-    r.done()
-    return DeviceCapacity(value, policy)
-
-
 def _parse_taint(r: Reader) -> DeviceTaint:
     key = r.str("key", required=True)
     value = r.str("value")
@@ -281,13 +216,14 @@ def _parse_device(r: Reader, *, per_device: bool) -> Device:
     for k, v in raw_attrs.items():
         check_qualified_name(r.at("attributes") + (k,), str(k))
         attrs[str(k)] = parse_attribute(Reader(v, r.at("attributes") + (k,)))
+    multi = bool(r.bool("allowMultipleAllocations"))
     caps: dict[str, DeviceCapacity] = {}
     raw_caps = r.raw("capacity") or {}
     if not isinstance(raw_caps, dict):
         raise FieldError(r.at("capacity"), "must be an object")
     for k, v in raw_caps.items():
         check_qualified_name(r.at("capacity") + (k,), str(k))
-        caps[str(k)] = _parse_capacity(Reader(v, r.at("capacity") + (k,)))
+        caps[str(k)] = parse_capacity(Reader(v, r.at("capacity") + (k,)), allow_multiple=multi)
     if len(attrs) + len(caps) > MAX_ATTRIBUTES_AND_CAPACITIES:
         raise FieldError(r.path, f"must have at most {MAX_ATTRIBUTES_AND_CAPACITIES} attributes and capacities combined, got {len(attrs) + len(caps)}")
     n_values = sum(a.value_count() for a in attrs.values())
@@ -313,9 +249,13 @@ def _parse_device(r: Reader, *, per_device: bool) -> Device:
         if cond in bc:
             raise FieldError(r.at("bindingFailureConditions") + (i,),
                              f"Invalid value: {cond!r}: bindingFailureConditions must not overlap with bindingConditions")
-    if (bc or bfc or binds) and not (bc and bfc):
-        raise FieldError(r.path, "bindingConditions and bindingFailureConditions must be set together (and bindsToNode needs them)")
-    multi = bool(r.bool("allowMultipleAllocations"))
+    # bindsToNode stands on its own; the two condition lists need each other.
+    if bfc and not bc:
+        raise FieldError(r.at("bindingConditions"), "Invalid value: bindingConditions are required to use "
+                                                    "bindingFailureConditions")
+    if bc and not bfc:
+        raise FieldError(r.at("bindingFailureConditions"), "Invalid value: bindingFailureConditions are required to "
+                                                           "use bindingConditions")
     node_alloc = parse_node_allocatable_resources(r, "nodeAllocatableResources", set(caps))
     r.done()
     return Device(name, attrs, caps, consumes, node_name, sel, all_nodes, taints, binds, bc, bfc, multi,

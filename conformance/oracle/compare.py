@@ -26,6 +26,7 @@ from fractions import Fraction
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from ..allocator import AllocatedState, AllocationError, Allocator, Features, NodeAllocationError, NodeInfo
+from ..allocator.types import CHANNELS
 from ..errors import FieldError
 from ..model import parse_object
 from ..quantity import Quantity
@@ -33,8 +34,9 @@ from ..quantity import Quantity
 API = "resource.k8s.io/v1"
 SHARE = "<share-id>"
 DEFAULT_ALLOCATORS = ("incubating", "experimental")
-"""Upstream implementations the oracle may pick by default. ``stable`` is left out: its pool
-order is Go map order (random), and drakit's reference follows incubating/experimental."""
+"""Upstream implementations both sides may pick by default. ``stable`` is left out: its pool
+order is Go map order (random); pass ``allocators=("stable",)`` on inputs with one pool to
+compare drakit's stable behaviour."""
 
 # Error kinds: the first pattern that matches an error text names its kind.
 ERROR_KINDS: tuple[tuple[str, str], ...] = (
@@ -218,8 +220,11 @@ def node_info(spec: Mapping[str, Any]) -> NodeInfo:
     return NodeInfo(spec["name"], dict(spec.get("labels") or {}), tuple(spec.get("declaredFeatures") or ()))
 
 
-def run_ours(inp: Mapping[str, Any], *, allocator: type[Allocator] = Allocator) -> Outcome:
-    """Parse the input through drakit's model (API validation included) and allocate."""
+def run_ours(inp: Mapping[str, Any], *, allocator: type[Allocator] = Allocator,
+             allocators: Sequence[str] | None = DEFAULT_ALLOCATORS) -> Outcome:
+    """Parse the input through drakit's model (API validation included) and allocate, choosing
+    among the same upstream implementations as :func:`oracle_request` (None: all, as the
+    scheduler does)."""
     try:
         features = Features.from_gates(inp.get("features") or {})
         classes = {c.name: c for c in (parse_object(_wire("DeviceClass", c)) for c in inp.get("classes") or ())}
@@ -232,19 +237,20 @@ def run_ours(inp: Mapping[str, Any], *, allocator: type[Allocator] = Allocator) 
     except (ValueError, KeyError, TypeError) as exc:
         return Outcome("rejected", error=f"{type(exc).__name__}: {exc}")
     counter = itertools.count()
-    alloc = allocator(features, classes, slices, state, share_ids=lambda: f"share-{next(counter)}")
+    channels = tuple(allocators) if allocators else CHANNELS
+    alloc = allocator(features, classes, slices, state, share_ids=lambda: f"share-{next(counter)}", channels=channels)
     try:
         results = alloc.allocate(node, claims)
     except NodeAllocationError as exc:
-        return Outcome("error", error=str(exc), per_node=True, steps=getattr(alloc, "last_steps", None))
+        return Outcome("error", error=str(exc), per_node=True, steps=alloc.last_steps, channel=alloc.channel)
     except AllocationError as exc:
-        return Outcome("error", error=str(exc), steps=getattr(alloc, "last_steps", None))
+        return Outcome("error", error=str(exc), steps=alloc.last_steps, channel=alloc.channel)
     except Exception as exc:  # noqa: BLE001 - a crash is a finding, not a test-runner failure
         return Outcome("crash", error=f"{type(exc).__name__}: {exc}")
-    steps = getattr(alloc, "last_steps", None)
+    steps = alloc.last_steps
     if results is None:
-        return Outcome("unsatisfiable", steps=steps)
-    return Outcome("ok", [normalise_result(r.to_wire()) for r in results], steps=steps)
+        return Outcome("unsatisfiable", steps=steps, channel=alloc.channel)
+    return Outcome("ok", [normalise_result(r.to_wire()) for r in results], steps=steps, channel=alloc.channel)
 
 
 # --- the oracle side ---------------------------------------------------------------------------
@@ -381,8 +387,10 @@ def minimise_divergence(oracle: Any, inp: Mapping[str, Any], **kw: Any) -> tuple
     """Shrink an input that diverges to a small one with the same :func:`signature`."""
     from .minimise import minimise
 
+    mine = {k: v for k, v in kw.items() if k == "allocators"}
+
     def check(i: Mapping[str, Any]) -> Comparison:
-        return compare(run_ours(i), outcome_from_oracle(oracle.run(oracle_request(i, **kw))))
+        return compare(run_ours(i, **mine), outcome_from_oracle(oracle.run(oracle_request(i, **kw))))
 
     first = check(inp)
     if first.same:
@@ -396,7 +404,8 @@ def compare_inputs(oracle: Any, inputs: Sequence[Mapping[str, Any]], **kw: Any) 
     """Run every input through both allocators (the oracle in one batch)."""
     upstream = list(run_upstream(oracle, inputs, **{k: v for k, v in kw.items() if k in ("allocators", "timeout")}))
     rest = {k: v for k, v in kw.items() if k in ("check_text", "check_steps")}
-    return [compare(run_ours(i), u, **rest) for i, u in zip(inputs, upstream)]
+    mine = {k: v for k, v in kw.items() if k == "allocators"}
+    return [compare(run_ours(i, **mine), u, **rest) for i, u in zip(inputs, upstream)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

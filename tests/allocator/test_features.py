@@ -3,11 +3,14 @@ fractional capacity ranges, distinct attributes over scalars and lists."""
 
 from __future__ import annotations
 
-from conformance.allocator import AllocatedState, Features
+import pytest
 
-from .helpers import allocate, allocate_raw, claim, dclass, device, req, rslice
+from conformance.allocator import AllocatedState, AllocationError, Allocator, Features, NodeAllocationError, NodeInfo
+
+from .helpers import ANY, allocate, allocate_raw, claim, dclass, device, req, rslice
 
 GROUPS_ON = Features(compatibility_groups=True)
+STABLE = Features(device_binding_and_status=False, consumable_capacity=False)
 
 
 def _grouped_pool(g1: list[str] | None, g2: list[str] | None) -> list:
@@ -45,19 +48,32 @@ def test_slices_with_groups_are_ignored_when_the_gate_is_off() -> None:
 
 
 def test_skip_node_operations_needs_gate_and_node_declaration() -> None:
+    """Only the experimental implementation (picked when an alpha switch is on) looks at
+    skipNodeOperations: it needs DRAOptionalNodeOperations and a node that declares it."""
     s = [rslice("s", [device("d1")], skipNodeOperations=["*"])]
-    assert allocate(s, [claim("c", req("r"))]) is None
+    alpha = Features(list_type_attributes=True)
+    assert allocate(s, [claim("c", req("r"))], features=alpha) is None
     on = Features(optional_node_operations=True)
     assert allocate(s, [claim("c", req("r"))], features=on) is None
-    from conformance.allocator import Allocator, NodeInfo
-    from .helpers import ANY
-    res = Allocator(on, {"any": ANY}, s).allocate(NodeInfo("n1", {}, ("DRAOptionalNodeOperations",)), [claim("c", req("r"))])
+    declared = NodeInfo("n1", {}, ("DRAOptionalNodeOperations",))
+    res = Allocator(on, {"any": ANY}, s).allocate(declared, [claim("c", req("r"))])
     assert res[0].devices[0].skip_node_operations == ("*",)
     assert res[0].devices[0].to_wire()["skipNodeOperations"] == ["*"]
 
 
+def test_skip_node_operations_ignored_by_stable_and_incubating() -> None:
+    """Beta-level switches pick the incubating implementation, GA-level ones the stable one:
+    neither knows skipNodeOperations, so the device is allocated and the result has no skip list."""
+    s = [rslice("s", [device("d1")], skipNodeOperations=["*"])]
+    for features, channel in ((Features(), "incubating"), (STABLE, "stable")):
+        alloc = Allocator(features, {"any": ANY}, s)
+        res = alloc.allocate(NodeInfo("n1", {}), [claim("c", req("r"))])
+        assert alloc.channel == channel
+        assert res is not None and "skipNodeOperations" not in res[0].devices[0].to_wire()
+
+
 def test_fractional_range_rounds_in_milli_units_only_with_the_gate() -> None:
-    cap = {"bw": {"value": "4", "requestPolicy": {"validRange": {"min": "500m", "step": "500m"}}}}
+    cap = {"bw": {"value": "4", "requestPolicy": {"default": "500m", "validRange": {"min": "500m", "step": "500m"}}}}
     s = [rslice("s", [device("d1", caps=cap, allowMultipleAllocations=True)])]
     c = claim("c", req("r", capacity={"requests": {"bw": "1200m"}}))
     on = allocate_raw(s, [c], features=Features(fractional_capacity=True))
@@ -67,7 +83,7 @@ def test_fractional_range_rounds_in_milli_units_only_with_the_gate() -> None:
 
 
 def test_rounded_capacity_takes_the_step_format() -> None:
-    cap = {"mem": {"value": "8Gi", "requestPolicy": {"validRange": {"min": "1Gi", "step": "1Gi"}}}}
+    cap = {"mem": {"value": "8Gi", "requestPolicy": {"default": "1Gi", "validRange": {"min": "1Gi", "step": "1Gi"}}}}
     s = [rslice("s", [device("d1", caps=cap, allowMultipleAllocations=True)])]
     res = allocate_raw(s, [claim("c", req("r", capacity={"requests": {"mem": "1500Mi"}}))])
     assert str(res[0].devices[0].consumed_capacity["mem"]) == "2Gi"
@@ -123,3 +139,72 @@ def test_derived_attribute_must_be_used_by_a_constraint() -> None:
     from conformance.errors import FieldError
     with pytest.raises(FieldError, match="not used by any matchAttribute or distinctAttribute constraint"):
         claim("c", req("gpu", derivedAttributes=[{"name": "derived/numa", "expression": "1"}]))
+
+
+# --- which upstream implementation answers ----------------------------------------------------
+
+def test_the_channel_follows_the_switches_and_the_enabled_implementations() -> None:
+    assert STABLE.channel() == "stable"
+    assert Features().channel() == "incubating"
+    assert Features(derived_attributes=True).channel() == "experimental"
+    assert STABLE.channel(("incubating", "experimental")) == "incubating"
+    with pytest.raises(AllocationError, match="no allocator available"):
+        Features(list_type_attributes=True).channel(("stable", "incubating"))
+
+
+def test_stable_ignores_capacity_requests_and_refuses_distinct_constraints() -> None:
+    s = [rslice("s", [device("d1", caps={"mem": "1"}), device("d2", attrs={"x": 1})])]
+    big = claim("c", req("r", capacity={"requests": {"mem": "5"}}))
+    assert allocate(s, [big], features=STABLE) == [["r->p1/d1"]]
+    with pytest.raises(AllocationError, match="has capacity requests, but the DRAConsumableCapacity feature is"):
+        allocate(s, [big], features=Features(consumable_capacity=False))
+    distinct = claim("c", req("r"), constraints=[{"distinctAttribute": "a.example.com/x"}])
+    with pytest.raises(AllocationError, match=r"claim ns/c, constraint #0: empty constraint \(unsupported"):
+        allocate(s, [distinct], features=STABLE)
+
+
+def test_stable_counts_only_dedicated_allocations_against_shared_counters() -> None:
+    use = [{"counterSet": "cs", "counters": {"m": {"value": "1"}}}]
+    pool = [rslice("devs", [device("a", consumesCounters=use, allowMultipleAllocations=True),
+                            device("b", consumesCounters=use)], count=2),
+            rslice("ctr", [], count=2, sharedCounters=[{"name": "cs", "counters": {"m": {"value": "1"}}}])]
+    shared = AllocatedState(shares={(("a.example.com", "p1", "a"), "s1")})
+    assert allocate(pool, [claim("c", req("r"))], features=STABLE, allocated=shared) == [["r->p1/a"]]
+    incubating = Features(consumable_capacity=False)  # incubating: the share holds the counter
+    assert allocate(pool, [claim("c", req("r"))], features=incubating, allocated=shared) is None
+
+
+def test_stable_gathers_counter_slices_of_other_nodes_and_keeps_listed_slice_order() -> None:
+    pool = [rslice("s-b", [device("b0")], count=3), rslice("s-a", [device("a0")], count=3),
+            rslice("ctr", [], node="n2", count=3, sharedCounters=[{"name": "cs", "counters": {"m": {"value": "1"}}}])]
+    assert allocate(pool, [claim("c", req("r"))], features=STABLE) == [["r->p1/b0"]]
+    assert allocate(pool, [claim("c", req("r"))]) == [["r->p1/a0"]]  # incubating: by slice name
+    counters = [{"name": "cs", "counters": {"m": {"value": "1"}}}]
+    bad = [rslice(f"ctr{i}", [], node="n2", count=2, sharedCounters=counters) for i in (1, 2)]  # one set twice
+    two = [claim("c", req("r", count=2))]
+    with pytest.raises(NodeAllocationError, match="invalid resource pools"):
+        allocate(bad + [rslice("x", [device("x0")], pool="p2")], two, features=STABLE)
+    assert allocate(bad + [rslice("x", [device("x0")], pool="p2")], two) is None  # incubating never sees p1
+
+
+def test_stable_ignores_binds_to_node_and_hides_allow_multiple_from_cel() -> None:
+    s = [rslice("s", [device("d", bindsToNode=True, allowMultipleAllocations=True)], node=None, allNodes=True)]
+    assert allocate_raw(s, [claim("c", req("r"))], features=STABLE)[0].node_selector is None
+    assert allocate_raw(s, [claim("c", req("r"))])[0].node_selector is not None
+    multi = claim("c", req("r", selectors="device.allowMultipleAllocations"))
+    assert allocate(s, [multi], features=STABLE) is None
+    assert allocate(s, [multi]) == [["r->p1/d"]]
+
+
+@pytest.mark.parametrize("request_, policy, message", [
+    ("-1", None, 'capacity "mem": capacity value is negative'),
+    ("18446744073709551616", {"default": "2", "validRange": {"min": "2", "step": "2"}},
+     "request 18446744073709551616 exceeds MaxInt64"),
+    ("9223372036854775807", {"default": "2", "validRange": {"min": "2", "step": "2"}},
+     "rounding request 9223372036854775807 up to the next step passes MaxInt64"),
+])
+def test_capacity_the_range_arithmetic_cannot_hold_is_fatal(request_: str, policy: dict | None, message: str) -> None:
+    cap = {"value": "8", **({"requestPolicy": policy} if policy else {})}
+    s = [rslice("s", [device("d1", caps={"mem": cap}, allowMultipleAllocations=True)])]
+    with pytest.raises(AllocationError, match="checking capacity for device a.example.com/p1/d1: .*" + message):
+        allocate(s, [claim("c", req("r", capacity={"requests": {"mem": request_}}))])

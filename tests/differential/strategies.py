@@ -28,6 +28,7 @@ GATES_MOSTLY_ON = ("DRAAdminAccess", "DRAPrioritizedList", "DRAPartitionableDevi
                    "DRAFractionalCapacityRange")
 GATES_SOMETIMES_ON = ("DRAListTypeAttributes", "DRADeviceCompatibilityGroups", "DRAOptionalNodeOperations")
 GATES_OFTEN_ON = ("DRADerivedAttributes",)
+GATES_STABLE = ("DRAAdminAccess", "DRAPrioritizedList", "DRAPartitionableDevices", "DRADeviceTaints")
 
 CLASS_SELECTORS: dict[str, tuple[str, ...]] = {
     "any": (),
@@ -112,23 +113,29 @@ def attributes(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @st.composite
-def capacity(draw: st.DrawFn, consumable: bool) -> dict[str, Any]:
+def capacity(draw: st.DrawFn, consumable: bool, multi: bool) -> dict[str, Any]:
+    """Capacities; request policies only on devices that allow multiple allocations (the API
+    refuses them elsewhere) and only in shapes the API accepts (options, max and one step
+    within the capacity)."""
     caps: dict[str, Any] = {}
+    policies = consumable and multi
     if draw(_weighted_bool(0.7)):
-        mem: dict[str, Any] = {"value": draw(st.sampled_from(MEMORY))}
-        if consumable and draw(_weighted_bool(0.5)):
-            kind = draw(st.sampled_from(["range", "range-nomax", "values", "default-only"]))
+        value = draw(st.sampled_from(MEMORY))
+        mem: dict[str, Any] = {"value": value}
+        if policies and draw(_weighted_bool(0.5)):
+            kinds = ["range", "values", "default-only"] + (["range-nomax"] if value != "2Gi" else [])
+            kind = draw(st.sampled_from(kinds))
             if kind == "range":
-                mem["requestPolicy"] = {"default": "1Gi", "validRange": {"min": "1Gi", "step": "1Gi",
-                                                                            "max": mem["value"]}}
+                mem["requestPolicy"] = {"default": "1Gi", "validRange": {"min": "1Gi", "step": "1Gi", "max": value}}
             elif kind == "range-nomax":
                 mem["requestPolicy"] = {"default": "2Gi", "validRange": {"min": "2Gi", "step": "2Gi"}}
             elif kind == "values":
-                mem["requestPolicy"] = {"default": "1Gi", "validValues": ["1Gi", "2Gi", "4Gi"]}
+                options = ["1Gi", "2Gi"] + (["4Gi"] if value != "2Gi" else [])   # none above the capacity
+                mem["requestPolicy"] = {"default": "1Gi", "validValues": options}
             else:
                 mem["requestPolicy"] = {"default": "2Gi"}
         caps["memory"] = mem
-    if consumable and draw(_weighted_bool(0.3)):
+    if policies and draw(_weighted_bool(0.3)):
         caps["bandwidth"] = {"value": draw(st.sampled_from(["1", "2", "10"])),
                              "requestPolicy": {"default": "500m",
                                                "validRange": {"min": "500m", "step": "250m"}}}
@@ -222,10 +229,11 @@ def pool(draw: st.DrawFn, index: int, consumable: bool) -> tuple[list[dict[str, 
         attrs = draw(attributes())
         if attrs:
             d["attributes"] = attrs
-        caps = draw(capacity(consumable))
+        multi = consumable and draw(_weighted_bool(0.2))
+        caps = draw(capacity(consumable, multi))
         if caps:
             d["capacity"] = caps
-        if consumable and draw(_weighted_bool(0.2)):
+        if multi:
             d["allowMultipleAllocations"] = True
         ts = draw(taints())
         if ts:
@@ -235,6 +243,8 @@ def pool(draw: st.DrawFn, index: int, consumable: bool) -> tuple[list[dict[str, 
             d["bindingFailureConditions"] = ["Failed"]
             if draw(st.booleans()):
                 d["bindsToNode"] = True
+        elif draw(_weighted_bool(0.03)):
+            d["bindsToNode"] = True                  # without binding conditions: allowed
         if with_counters and draw(_weighted_bool(0.8)):
             consumes = []
             for cs in draw(st.lists(st.sampled_from(counter_sets), min_size=1, max_size=len(counter_sets),
@@ -315,7 +325,10 @@ def _request_body(draw: st.DrawFn, *, sub: bool, consumable: bool) -> dict[str, 
     if consumable and draw(_weighted_bool(0.2)):
         reqs: dict[str, str] = {}
         if draw(_weighted_bool(0.8)):
-            reqs["memory"] = draw(st.sampled_from(["1Gi", "2Gi", "3Gi", "5Gi"]))
+            # now and then a request upstream refuses to compute with: negative (fatal without a
+            # policy), or past int64 (fatal in a policy's step arithmetic)
+            reqs["memory"] = draw(st.sampled_from(["1Gi", "2Gi", "3Gi", "5Gi"] * 3
+                                                  + ["-1Gi", "9223372036854775807", "18446744073709551616"]))
         if draw(_weighted_bool(0.3)):
             reqs["bandwidth"] = draw(st.sampled_from(["100m", "600m", "1"]))
         body["capacity"] = {"requests": reqs}
@@ -392,13 +405,25 @@ def allocated(draw: st.DrawFn, devices: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 @st.composite
-def inputs(draw: st.DrawFn) -> dict[str, Any]:
-    """One random allocator input."""
-    feats = draw(features())
+def stable_features(draw: st.DrawFn) -> dict[str, bool]:
+    """Gates under which upstream picks its stable implementation: GA-level switches only
+    (DeviceBindingAndStatus needs both of its gates, so one of them may be on)."""
+    out = {g: draw(_weighted_bool(0.8)) for g in GATES_STABLE}
+    binding = draw(st.sampled_from([None, "DRADeviceBindingConditions", "DRAResourceClaimDeviceStatus"]))
+    if binding:
+        out[binding] = True
+    return out
+
+
+@st.composite
+def inputs(draw: st.DrawFn, stable: bool = False) -> dict[str, Any]:
+    """One random allocator input. ``stable``: switches the stable implementation supports and a
+    single pool (upstream's stable implementation searches pools in random order)."""
+    feats = draw(stable_features() if stable else features())
     consumable = draw(_weighted_bool(0.5))
     slices: list[dict[str, Any]] = []
     devices: list[dict[str, Any]] = []
-    for pi in range(draw(st.sampled_from([1, 2, 2, 3, 3, 4]))):
+    for pi in range(1 if stable else draw(st.sampled_from([1, 2, 2, 3, 3, 4]))):
         ss, ds = draw(pool(pi, consumable))
         slices.extend(ss)
         devices.extend(ds)

@@ -41,6 +41,17 @@ def test_reference_allocator(case: dict[str, Any]) -> None:
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.parametrize("case", _params([c for c in PORTED if "stable" in c.get("upstreamChannels", ())]))
+def test_reference_allocator_as_stable(case: dict[str, Any]) -> None:
+    """Entries upstream also runs through its stable implementation give the same outcome when
+    drakit follows that implementation (the search steps may differ: stable has no start
+    location)."""
+    got = run_ours(case, allocators=("stable",))
+    assert got.channel == "stable"
+    problems = check(case, got, who="drakit (stable)")
+    assert not problems, "\n".join(problems)
+
+
 @pytest.mark.parametrize("case", _params(NOT_PORTED))
 def test_not_ported_inputs_are_refused_by_validation(case: dict[str, Any]) -> None:
     got = run_ours(case)

@@ -16,9 +16,10 @@ import yaml
 
 STAGES_DIR = Path(__file__).resolve().parent / "stages"
 
-#: Pods go Running on bind (until the node agent exists).
+#: Pods go Running on bind, claims or not (no node side: a cluster without drakit's node runtime).
 ON_BIND = "on-bind"
-#: Pods with DRA claims go Running only when annotated ``drakit.dev/prepared: "true"``.
+#: Pods with DRA claims go Running only when annotated ``drakit.dev/prepared: "true"``: what
+#: ``clusters.nodeagent.kube.KubeNodeRuntime`` does once it has prepared their claims.
 PREPARED = "prepared"
 
 PREPARED_ANNOTATION = "drakit.dev/prepared"
@@ -81,8 +82,36 @@ def render_kwok_config(stage_set: str, stages_dir: Path = STAGES_DIR) -> str:
     return str(yaml.dump_all(stage_documents(stage_set, stages_dir), Dumper=_BlockDumper, sort_keys=False))
 
 
-def fake_node(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
-    """A Node manifest that the launcher's kwok manages."""
+#: ``status.declaredFeatures`` of a 1.37.2 kubelet with the DRA gates on and every other gate at
+#: its default (sorted, as the kubelet reports them); ``stages/node.yaml`` declares the same.
+DECLARED_FEATURES: tuple[str, ...] = (
+    "DRANodeAllocatableResources",
+    "DRAOptionalNodeOperations",
+    "InPlacePodLevelResourcesVerticalScaling",
+    "InPlacePodVerticalScalingInitContainers",
+    "RestartAllContainersOnContainerExits",
+)
+
+
+def fake_node(
+    name: str,
+    labels: dict[str, str] | None = None,
+    *,
+    allocatable: dict[str, str] | None = None,
+    declared_features: tuple[str, ...] | list[str] = DECLARED_FEATURES,
+) -> dict[str, Any]:
+    """A Node manifest that the launcher's kwok manages.
+
+    Nodes accept status on create, so the declared features are there before any
+    ResourceSlice names the node (the API server's NodeDeclaredFeatures admission checks
+    them); the node stage keeps them (the API stores an empty list as none, so an empty
+    ``declared_features`` gets the stage's default).  ``allocatable`` also becomes the
+    capacity; without it the stage gives the node 64 cpu, 256Gi memory and 110 pods.
+    """
+    status: dict[str, Any] = {"declaredFeatures": sorted(declared_features)}
+    if allocatable:
+        status["capacity"] = dict(allocatable)
+        status["allocatable"] = dict(allocatable)
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -97,4 +126,5 @@ def fake_node(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]
                 **(labels or {}),
             },
         },
+        "status": status,
     }

@@ -5,11 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+class Key(str):
+    """A map key in a field path: printed as ``[key]``, as upstream's field paths print them."""
+
+    __slots__ = ()
+
+
 def format_path(path: tuple[object, ...]) -> str:
-    """('spec', 'devices', 'requests', 0, 'name') -> 'spec.devices.requests[0].name'."""
+    """('spec', 'devices', 'requests', 0, 'name') -> 'spec.devices.requests[0].name';
+    a :class:`Key` part prints as ``[key]``."""
     out = ""
     for part in path:
-        if isinstance(part, int):
+        if isinstance(part, (int, Key)):
             out += f"[{part}]"
         else:
             out += ("." if out else "") + str(part)

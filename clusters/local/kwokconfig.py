@@ -106,12 +106,15 @@ def fake_node(
     ResourceSlice names the node (the API server's NodeDeclaredFeatures admission checks
     them); the node stage keeps them (the API stores an empty list as none, so an empty
     ``declared_features`` gets the stage's default).  ``allocatable`` also becomes the
-    capacity; without it the stage gives the node 64 cpu, 256Gi memory and 110 pods.
+    capacity (with 110 pods unless it says otherwise); without it the stage gives the node 64
+    cpu, 256Gi memory and 110 pods.
     """
     status: dict[str, Any] = {"declaredFeatures": sorted(declared_features)}
     if allocatable:
-        status["capacity"] = dict(allocatable)
-        status["allocatable"] = dict(allocatable)
+        # A kubelet always reports a pod count: without one the scheduler fits no pod at all.
+        resources = {"pods": "110", **allocatable}
+        status["capacity"] = dict(resources)
+        status["allocatable"] = dict(resources)
     return {
         "apiVersion": "v1",
         "kind": "Node",

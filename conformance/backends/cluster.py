@@ -202,6 +202,46 @@ class ClusterSession:
             out = self.api.create(obj)
             self.created.append((obj["kind"], out["metadata"]["name"], meta.get("namespace")))
             return out
+        if obj["kind"] == "Node":
+            return self._update_node(obj, existing)
+        return self._replace(obj, existing)
+
+    def _update_node(self, obj: dict[str, Any], existing: dict[str, Any]) -> dict[str, Any]:
+        """A case re-applying a fake node: keep what makes it a kwok node (its annotations and
+        labels), and write the status the case gives (e.g. ``declaredFeatures: []``, an
+        older kubelet) through the status subresource, as a kubelet would, once kwok has made
+        the node Ready (kwok's node stage would otherwise fill in its defaults)."""
+        meta = obj["metadata"]
+        old = existing["metadata"]
+        meta["labels"] = {**(old.get("labels") or {}), **(meta.get("labels") or {})}
+        meta["annotations"] = {**(old.get("annotations") or {}), **(meta.get("annotations") or {})}
+        want = obj.pop("status", None)
+        out = self._replace(obj, existing)
+        if not want:
+            return out
+        deadline = time.monotonic() + 15
+        for attempt in range(10):
+            node = self.api.get("Node", meta["name"], None) or out
+            ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                        for c in (node.get("status") or {}).get("conditions") or [])
+            if not ready and time.monotonic() < deadline:
+                time.sleep(0.2)
+                continue
+            status = dict(node.get("status") or {})
+            status.update(want)
+            if "allocatable" in want:
+                status["capacity"] = {**(status.get("capacity") or {}), **want["allocatable"]}
+            node["status"] = status
+            try:
+                return self.api.replace_status(node)
+            except ApiRejected as exc:
+                if "the object has been modified" not in str(exc) or attempt == 9:
+                    raise
+        raise HarnessError(f"node {meta['name']}: its status could not be written")
+
+    def _replace(self, obj: dict[str, Any], existing: dict[str, Any]) -> dict[str, Any]:
+        meta = obj["metadata"]
+        name = meta["name"]
         for attempt in range(5):
             meta["resourceVersion"] = existing["metadata"]["resourceVersion"]
             if "status" in existing:
@@ -379,7 +419,8 @@ class ClusterBackend:
             for obj in hardware_objects(case):
                 if obj["kind"] == "Node":
                     from clusters.local.kwokconfig import fake_node
-                    node = fake_node(obj["metadata"]["name"], obj["metadata"].get("labels"))
+                    node = fake_node(obj["metadata"]["name"], obj["metadata"].get("labels"),
+                                     allocatable=(obj.get("status") or {}).get("allocatable"))
                     session.apply(node)
                 else:
                     session.apply(obj)

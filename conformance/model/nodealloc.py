@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import FieldError
+from ..errors import FieldError, Key
 from ..quantity import Quantity
 from .reader import Reader, check_qualified_name
 
@@ -94,7 +94,7 @@ def parse_node_allocatable_resources(r: Reader, key: str, capacities: set[str]) 
         raise FieldError(r.at(key), "must be an object")
     out: dict[str, NodeAllocatableResource] = {}
     for name, spec in raw.items():
-        path = r.at(key) + (str(name),)
+        path = r.at(key) + (Key(str(name)),)
         if not is_node_allocatable_resource_name(str(name)):
             raise FieldError(path, f"Invalid value: {name!r}: must be a node allocatable resource name")
         e = Reader(spec, path)

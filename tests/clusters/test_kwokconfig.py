@@ -69,7 +69,7 @@ def test_fake_node_declares_what_a_dra_kubelet_declares():
     assert "allocatable" not in node["status"]
     own = kwokconfig.fake_node("n2", declared_features=["DRAOptionalNodeOperations"], allocatable={"cpu": "8"})
     assert own["status"] == {"declaredFeatures": ["DRAOptionalNodeOperations"],
-                             "capacity": {"cpu": "8"}, "allocatable": {"cpu": "8"}}
+                             "capacity": {"pods": "110", "cpu": "8"}, "allocatable": {"pods": "110", "cpu": "8"}}
 
 
 def test_node_stage_declares_the_same_features_and_keeps_a_nodes_own():

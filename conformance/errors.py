@@ -48,3 +48,19 @@ class LoadError(Exception):
 
 class ApiRejected(Exception):
     """An API server (real or reference) refused an object; the message reads like kubectl's."""
+
+
+def api_error_message(exc: BaseException) -> str:
+    """The API server's own message from a kubernetes client error (the ``message`` of the Status
+    in its body), else the error's first line."""
+    import json
+
+    body = getattr(exc, "body", None)
+    try:
+        data = json.loads(body) if isinstance(body, (str, bytes)) else None
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and data.get("message"):
+        return str(data["message"])
+    text = str(exc).strip()
+    return text.splitlines()[0].strip() if text else type(exc).__name__

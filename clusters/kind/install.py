@@ -91,14 +91,7 @@ def _progress_of(obj: Mapping[str, Any]) -> str:
 
 
 def _message(exc: BaseException) -> str:
-    import json
-
-    body = getattr(exc, "body", None)
-    try:
-        data = json.loads(body) if isinstance(body, (str, bytes)) else None
-    except ValueError:
-        data = None
-    if isinstance(data, dict) and data.get("message"):
-        return str(data["message"])
     from clusters.kind.docker import one_line
-    return one_line(exc)
+    from conformance.errors import api_error_message
+
+    return one_line(api_error_message(exc))

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..cases.model import Case
-from ..errors import ApiRejected
+from ..errors import ApiRejected, api_error_message
 from ..features import DEFAULT_GATES
 from .base import Capabilities, HarnessError
 
@@ -146,21 +146,10 @@ class KubeApi:
             return fn().to_dict()  # type: ignore[no-any-return]
         except DynamicApiError as exc:
             status = getattr(exc, "status", None)
-            message = _status_message(exc)
+            message = api_error_message(exc)
             if status in (400, 403, 409, 422):
                 raise ApiRejected(message) from None
             raise HarnessError(f"{obj['kind']} {obj['metadata'].get('name')}: HTTP {status}: {message}") from None
-
-
-def _status_message(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    try:
-        data = json.loads(body) if isinstance(body, (str, bytes)) else None
-    except ValueError:
-        data = None
-    if isinstance(data, dict) and data.get("message"):
-        return str(data["message"])
-    return _first_line(exc)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -509,7 +509,9 @@ class LocalCluster:
         ]
 
     def _scheduler_args(self) -> list[str]:
-        return [*self._common_component_args("scheduler"), *self._gates_flag("kube-scheduler")]
+        # -v=2: one line per scheduling attempt and binding, naming the pod (namespace/name), so a
+        # failed case's diagnostics can quote what the scheduler decided for its pods.
+        return [*self._common_component_args("scheduler"), "--v=2", *self._gates_flag("kube-scheduler")]
 
     def _kwok_args(self) -> list[str]:
         p = self.run_dir / "pki"

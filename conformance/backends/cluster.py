@@ -170,6 +170,9 @@ class ClusterSession:
         self.node_side: Any = None  # clusternode.CaseNodes on the local cluster
         from .reference import FaultState
         self.faults = FaultState(case)
+        from .caselog import CaseLog
+        self.logs_dir: Path | None = None  # the local control plane's component logs
+        self.log = CaseLog().__enter__()
 
     def inject_fault(self, node: str, device: str, kind: str, effect: str) -> None:
         for obj in self.faults.inject(node, device, kind, effect):
@@ -286,12 +289,18 @@ class ClusterSession:
         for e in self.events():
             inv = e.get("involvedObject") or {}
             events.append(f"{e.get('type')} {e.get('reason')} {inv.get('kind')}/{inv.get('name')}: {e.get('message')}")
-        return {"objects": brief("ResourceClaim") + brief("Pod"), "events": events}
+        from .caselog import control_plane_lines
+        mine = {(kind, name) for kind, name, ns in self.created if ns is None}
+        slices = [o for o in brief("ResourceSlice") if ("ResourceSlice", o.get("name")) in mine or "error" in o]
+        return {"objects": brief("ResourceClaim") + brief("Pod") + slices, "events": events,
+                "driverAndNodeAgent": self.log.snapshot(),
+                "controlPlane": control_plane_lines(self.logs_dir, self.namespace)}
 
     def close(self, *, failed: bool) -> None:
         try:
             self._cleanup(failed)
         finally:
+            self.log.close()
             if self.node_side is not None:  # kept objects or not, later cases reuse the fake nodes
                 errors = self.node_side.close()
                 self.node_side = None
@@ -402,6 +411,8 @@ class ClusterBackend:
         ns = case_namespace(case.id)
         self._wait_until_gone(ns)
         session = ClusterSession(self.api, case, ns, self.run_id, self.keep_on_failure)
+        if self._local is not None:
+            session.logs_dir = self._local.logs_dir
         try:
             session.apply({"apiVersion": "v1", "kind": "Namespace",
                            "metadata": {"name": ns, "labels": {**case.namespace_labels, RUN_LABEL: self.run_id}}})

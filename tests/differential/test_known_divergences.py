@@ -11,12 +11,14 @@ from conformance.oracle.compare import compare, oracle_request, outcome_from_ora
 from .known import FIXED, KNOWN, Known
 
 
-@pytest.mark.parametrize("known", [pytest.param(k, id=k.name, marks=pytest.mark.xfail(reason=k.explanation, strict=True))
-                                   for k in KNOWN])
-def test_known_divergence(known: Known, oracle: Any) -> None:
-    c = compare(run_ours(known.repro), outcome_from_oracle(oracle.run(oracle_request(known.repro))))
-    assert known.matches(known.repro, c) is (not c.same), "the matcher does not recognise its own minimal input"
-    assert c.same, f"{known.name}:\n{c.report()}"
+if KNOWN:  # none at the moment; an empty parameter list would show up as a skipped test
+    @pytest.mark.parametrize("known", [pytest.param(k, id=k.name, marks=pytest.mark.xfail(reason=k.explanation,
+                                                                                           strict=True))
+                                       for k in KNOWN])
+    def test_known_divergence(known: Known, oracle: Any) -> None:
+        c = compare(run_ours(known.repro), outcome_from_oracle(oracle.run(oracle_request(known.repro))))
+        assert known.matches(known.repro, c) is (not c.same), "the matcher does not recognise its own minimal input"
+        assert c.same, f"{known.name}:\n{c.report()}"
 
 
 @pytest.mark.parametrize("known", [pytest.param(k, id=k.name) for k in FIXED])

@@ -198,6 +198,25 @@ class ClusterSession:
             return self._update_node(obj, existing)
         return self._replace(obj, existing)
 
+    def wait_for_nodes(self, names: list[str], timeout: float = 30.0) -> None:
+        """Wait until the fake nodes are Ready and carry no not-ready taint: until then the
+        scheduler filters them out, and a case's pod would go to whichever node was first."""
+        deadline = time.monotonic() + timeout
+        pending = list(names)
+        while pending:
+            node = self.api.get("Node", pending[0], None)
+            status = (node or {}).get("status") or {}
+            ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+            tainted = any(t.get("key", "").startswith("node.kubernetes.io/")
+                          for t in ((node or {}).get("spec") or {}).get("taints") or [])
+            if ready and not tainted:
+                pending.pop(0)
+                continue
+            if time.monotonic() >= deadline:
+                raise HarnessError(f"node {pending[0]} did not become Ready and untainted within {timeout:.0f} s "
+                                   f"(is kwok running?)")
+            time.sleep(0.1)
+
     def _update_node(self, obj: dict[str, Any], existing: dict[str, Any]) -> dict[str, Any]:
         """A case re-applying a fake node: keep what makes it a kwok node (its annotations and
         labels), and write the status the case gives (e.g. ``declaredFeatures: []``, an
@@ -424,6 +443,7 @@ class ClusterBackend:
                     session.apply(node)
                 else:
                     session.apply(obj)
+            session.wait_for_nodes([n.name for n in case.nodes])
             if self.node_side is not None:
                 session.node_side = self.node_side.open(case, ns)
         except ApiRejected as exc:

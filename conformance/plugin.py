@@ -201,10 +201,20 @@ class CaseItem(pytest.Item):
                 "steps": [], "failure": None, **extra}
         self.user_properties.append(("drakit", json.dumps(data, sort_keys=True, default=str)))
 
+    def _error(self, summary: str) -> CaseFailed:
+        """Record a case the harness could not run as an error (results are never lost) and
+        return the exception that fails the item."""
+        self._record(outcome="error", failure={"summary": summary, "detail": "", "yaml": None, "expected": None,
+                                               "actual": None, "diff": None, "diagnostics": None})
+        return CaseFailed(summary)
+
     def setup(self) -> None:
-        backend = _backend(self.config, self.backend)
-        self._record_environment(backend)
-        unmet = vendor_unmet(self.case, self.config.stash[_VENDOR]) or backend.unmet(self.case)
+        try:
+            backend = _backend(self.config, self.backend)
+            self._record_environment(backend)
+            unmet = vendor_unmet(self.case, self.config.stash[_VENDOR]) or backend.unmet(self.case)
+        except Exception as exc:  # noqa: BLE001 - any harness failure becomes this case's error
+            raise self._error(f"harness: the {self.backend} backend is not available: {_one_line(exc)}") from None
         if unmet:
             self._record(outcome="skipped")
             pytest.skip(f"[{unmet[0]}] {unmet[1]}")
@@ -221,13 +231,23 @@ class CaseItem(pytest.Item):
                                                                        "environment": describe()}, default=str)))
 
     def runtest(self) -> None:
-        backend = _backend(self.config, self.backend)
-        session = backend.open(self.case)
+        try:
+            session = _backend(self.config, self.backend).open(self.case)
+        except Exception as exc:  # noqa: BLE001 - any harness failure becomes this case's error
+            raise self._error(f"harness: setting up the case failed: {_one_line(exc)}") from None
         outcome = run_case(self.case, session)
-        session.close(failed=outcome.status != "passed")
-        self._record(outcome=outcome.status, steps=[s.to_json() for s in outcome.steps], failure=outcome.failure)
-        if outcome.status != "passed":
-            raise CaseFailed(render_failure(self.case, outcome.failure or {}))
+        failure = outcome.failure
+        status = outcome.status
+        try:
+            session.close(failed=status != "passed")
+        except Exception as exc:  # noqa: BLE001 - the outcome stands; the cleanup failure is said too
+            if status == "passed":
+                status = "error"
+                failure = {"summary": f"harness: cleaning up after the case failed: {_one_line(exc)}", "detail": "",
+                           "yaml": None, "expected": None, "actual": None, "diff": None, "diagnostics": None}
+        self._record(outcome=status, steps=[s.to_json() for s in outcome.steps], failure=failure)
+        if status != "passed":
+            raise CaseFailed(render_failure(self.case, failure or {}))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, CaseFailed):
@@ -276,3 +296,8 @@ def render_failure(case: Case, failure: dict[str, Any]) -> str:
     if failure.get("detail"):
         lines.append(failure["detail"])
     return "\n".join(lines)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__

@@ -104,3 +104,29 @@ def test_same_items_same_order_with_and_without_xdist(pytester: pytest.Pytester,
     for w in workers:
         assert json.loads(w.read_text()) == serial
     assert len(serial) == 4
+
+
+def test_a_case_the_harness_cannot_set_up_is_an_error_in_results(pytester: pytest.Pytester,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Results are never lost: a backend that fails while opening a case records that case as
+    an error with the reason, and the other cases still run."""
+    from conformance.backends.reference import ReferenceBackend
+
+    real_open = ReferenceBackend.open
+
+    def open_or_fail(self, case):  # type: ignore[no-untyped-def]
+        if case.id == "demo/two":
+            raise RuntimeError("the fake node would not start\nsecond line")
+        return real_open(self, case)
+
+    monkeypatch.setattr(ReferenceBackend, "open", open_or_fail)
+    pytester.makefile(".case.yaml", good=CASE.format(name="one", count=1) + "---\n" + CASE.format(name="two", count=1))
+    out = pytester.path / "out"
+    res = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--drakit-out", str(out))
+    res.assert_outcomes(passed=1, failed=1)
+    results = json.loads((out / "results.json").read_text())
+    by_id = {c["id"]: c for c in results["cases"]}
+    assert by_id["demo/one"]["status"] == "passed"
+    assert by_id["demo/two"]["status"] == "error"
+    assert by_id["demo/two"]["failure"]["summary"] == \
+        "harness: setting up the case failed: RuntimeError: the fake node would not start"

@@ -77,16 +77,21 @@ def format_gates(gates: Mapping[str, bool]) -> str:
 def resolve_gates(
     requested: Mapping[str, bool],
     known_by_binary: Mapping[str, Mapping[str, Gate]],
-    probe: Callable[[str, str, bool], bool] | None = None,
+    probe: Callable[..., bool] | None = None,
 ) -> dict[str, dict[str, bool]]:
     """Split the requested gates per binary.
 
     A name is passed to a binary whose help lists it.  A name no help lists is asked of
-    ``probe(binary, name, value)`` (GA/deprecated gates are accepted but unlisted); when no
-    binary accepts it, :class:`GateError` names it with the closest known names.
+    ``probe(binary, name, value)`` (GA/deprecated gates are accepted but unlisted), and when
+    that fails, of ``probe(binary, name, value, others)`` with the other unlisted requested
+    gates set in the same flag (``DRADeviceTaints=false`` is refused alone, because
+    ``DRADeviceTaintRules`` depends on it, and accepted together with
+    ``DRADeviceTaintRules=false``); when no binary accepts it, :class:`GateError` names it with
+    the closest known names.
     """
     per: dict[str, dict[str, bool]] = {b: {} for b in known_by_binary}
     unknown: list[str] = []
+    unlisted = {n: v for n, v in requested.items() if not any(n in k for k in known_by_binary.values())}
     for name, value in requested.items():
         hit = False
         for binary, known in known_by_binary.items():
@@ -95,8 +100,9 @@ def resolve_gates(
                 hit = True
         if hit:
             continue
+        others = {n: v for n, v in unlisted.items() if n != name}
         for binary in known_by_binary:
-            if probe is not None and probe(binary, name, value):
+            if probe is not None and (probe(binary, name, value) or (others and probe(binary, name, value, others))):
                 per[binary][name] = value
                 hit = True
         if not hit:
@@ -164,8 +170,10 @@ def read_help(binary: Path, timeout: float = 60) -> str:
     return proc.stdout + proc.stderr
 
 
-def probe_gate(binary: Path, name: str, value: bool, timeout: float = 60) -> bool:
-    """Whether ``binary`` accepts ``--feature-gates=name=value`` (checked with ``--version``)."""
-    arg = f"--feature-gates={name}={'true' if value else 'false'}"
+def probe_gate(binary: Path, name: str, value: bool, together: Mapping[str, bool] | None = None,
+               timeout: float = 60) -> bool:
+    """Whether ``binary`` accepts ``--feature-gates=name=value`` (checked with ``--version``),
+    with the ``together`` gates set in the same flag."""
+    arg = "--feature-gates=" + format_gates({**(together or {}), name: value})
     proc = subprocess.run([str(binary), arg, "--version"], capture_output=True, text=True, timeout=timeout, check=False)
     return proc.returncode == 0

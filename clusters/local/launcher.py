@@ -346,7 +346,7 @@ class LocalCluster:
         wanted.update(self.requested_gates)
         try:
             per = gatesmod.resolve_gates(
-                wanted, known, probe=lambda b, n, v: gatesmod.probe_gate(self._bin(b), n, v)
+                wanted, known, probe=lambda b, n, v, others=None: gatesmod.probe_gate(self._bin(b), n, v, others)
             )
             controllers = gatesmod.controllers_flag(gatesmod.parse_help_controllers(helps["kube-controller-manager"]))
         except gatesmod.GateError as e:

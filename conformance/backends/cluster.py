@@ -10,7 +10,8 @@ so cluster cases run one at a time (``-n 0``). The fake hardware of a case is pu
 the API the way the fake driver's controller side does: kwok Nodes, the drivers' DeviceClasses
 and the nodes' ResourceSlices. On the local cluster the node side is real too
 (``clusternode``): kwok runs a pod with claims only after a node runtime has prepared them
-through the fake drivers' gRPC sockets, and the drivers write claim status as themselves.
+through the fake drivers' gRPC sockets, and the drivers write claim status as themselves. A case
+whose ``featureGates`` that cluster lacks runs on an alternate local cluster (``localtarget``).
 """
 
 from __future__ import annotations
@@ -20,11 +21,10 @@ import logging
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..cases.model import Case
 from ..errors import ApiRejected, api_error_message
-from ..features import DEFAULT_GATES
 from .base import Capabilities, HarnessError
 
 RUN_LABEL = "drakit.dev/run"
@@ -349,41 +349,45 @@ def _label(text: str) -> str:
 
 
 class ClusterBackend:
-    """Runs cases against a real cluster; see the module docstring."""
+    """Runs cases against a real cluster; see the module docstring.
+
+    With ``--drakit-cluster local`` drakit owns the cluster, so a case whose ``featureGates`` the
+    main cluster lacks (a gate-off case) runs on an alternate local cluster started with the
+    main one's requested gates plus the case's. One alternate at most is alive; it is restarted
+    only when a case needs a different gate set. On any other cluster such a case is skipped."""
 
     name = "cluster"
 
     def __init__(self, config: Any, vendor: Any = None) -> None:
         opt = config.getoption
+        self.config = config
         self.vendor = vendor  # fake_driver.profile.VendorProfile of the run (None: the fake drivers')
         self.keep_on_failure = bool(opt("--drakit-keep-on-failure"))
         self.run_id = uuid.uuid4().hex[:8]
-        self._local = None
-        self.node_side: Any = None  # clusternode.ClusterNodeSide on the local cluster
-        kubeconfig, context = opt("--drakit-kubeconfig"), opt("--drakit-context")
-        gates: Mapping[str, bool] | None = None
-        if opt("--drakit-cluster") == "local":
-            from clusters.local.launcher import LocalCluster
-            from clusters.local.kwokconfig import PREPARED
-            self._local = LocalCluster(gates=opt("--drakit-feature-gates") or None, stage_set=PREPARED)
-            self._local.up()
-            config.add_cleanup(self._local.down)
-            kubeconfig, context = str(self._local.kubeconfig), None
-            gates = {g: v for comp in self._local.gates.values() for g, v in comp.items()}
-        self.provider = "kubeconfig" if self._local is None else "local"
-        self.api = KubeApi(kubeconfig, context)
-        self.version = self.api.version()
+        self.local = opt("--drakit-cluster") == "local"
+        self.alternate: Any = None  # localtarget.Alternate on the local cluster
         from .discovery import discover
-        # read-only: API discovery, and dry-run probes for the gates of a cluster drakit did not start
-        self.discovery = discover(self.version, self.api.get_json, self.api.dry_run if gates is None else None,
-                                  known_gates={g: v for g, v in gates.items() if g in DEFAULT_GATES}
-                                  if gates is not None else None)
-        self.gates = dict(self.discovery.gates)
+        from .localtarget import Alternate, LocalTarget, Target
+        if self.local:
+            from clusters.local.gates import GateError, parse_gate_string
+            try:
+                requested = parse_gate_string(opt("--drakit-feature-gates") or "")
+            except GateError as exc:
+                raise HarnessError(f"--drakit-feature-gates: {exc}") from None
+            main = LocalTarget(requested)
+            config.add_cleanup(main.stop)  # node side first, then the cluster
+            self.main: Target = main
+            self.alternate = Alternate(main)
+            config.add_cleanup(self.alternate.stop)  # cleanups run last-in first-out: before main
+        else:
+            api = KubeApi(opt("--drakit-kubeconfig"), opt("--drakit-context"))
+            # read-only: API discovery, and dry-run probes for the gates of a cluster drakit did not start
+            self.main = Target(api, discover(api.version(), api.get_json, api.dry_run))
+        self.provider = "local" if self.local else "kubeconfig"
+        self.api, self.version, self.discovery = self.main.api, self.main.version, self.main.discovery
+        self.gates = dict(self.main.gates)
+        self.node_side = self.main.node_side  # clusternode.ClusterNodeSide on the local cluster
         self.installed: Any = None
-        if self._local is not None:
-            from .clusternode import ClusterNodeSide
-            self.node_side = ClusterNodeSide(self.api.api_client, self.gates)
-            config.add_cleanup(self.node_side.stop)  # cleanups run last-in first-out: before down
         if opt("--drakit-install-driver"):
             from .install import install_fake_driver
             drivers = list(vendor.driver_names) if vendor is not None else None
@@ -393,45 +397,60 @@ class ClusterBackend:
     def capabilities(self) -> Capabilities:
         return Capabilities(self.version, dict(self.gates), self.discovery.served)
 
+    def _target(self, case: Case) -> Any:
+        """The cluster that runs ``case``: the main one, or the alternate local cluster."""
+        alternate = self.alternate.target(case) if self.alternate is not None else None
+        return alternate if alternate is not None else self.main
+
     def unmet(self, case: Case) -> tuple[str, str] | None:
+        target = self._target(case)
+        where = "the alternate local cluster" if target is not self.main else "the cluster"
         for gate, want in case.feature_gates.items():
-            if self.gates.get(gate, False) != want:
-                how = self.discovery.sources.get(gate, "")
-                return ("feature-disabled", f"the case needs {gate}={str(want).lower()}; the cluster has "
-                                            f"{str(self.gates.get(gate, False)).lower()}" + (f" ({how})" if how else ""))
+            if target.gates.get(gate, False) != want:
+                how = target.discovery.sources.get(gate, "")
+                refused = self.alternate is not None and not self.alternate.settable(gate, want)
+                return ("feature-disabled", f"the case needs {gate}={str(want).lower()}; {where} has "
+                                            f"{str(target.gates.get(gate, False)).lower()}" + (f" ({how})" if how else "")
+                        + ("; the local binaries do not accept it" if refused else ""))
         for step in case.steps:
             for m in step.manifests:
-                if not self.discovery.serves(m.get("apiVersion", ""), m.get("kind", "")):
-                    return ("api-not-served", f"the case uses {m.get('kind')} in {m.get('apiVersion')}, which the "
-                                              f"cluster does not serve (served: {', '.join(self.discovery.served)})")
+                if not target.discovery.serves(m.get("apiVersion", ""), m.get("kind", "")):
+                    return ("api-not-served", f"the case uses {m.get('kind')} in {m.get('apiVersion')}, which {where} "
+                                              f"does not serve (served: {', '.join(target.discovery.served)})")
         return None
 
     def environment(self) -> dict[str, Any]:
         """What results.json records about this cluster: names and versions, never credentials
-        or the server address."""
+        or the server address. On the local cluster, the gate sets of the alternate local
+        clusters the run's gate-off cases run on (from the collected cases), if any."""
         from .install import driver_mode
-        return {"kind": "cluster", "kubernetesVersion": self.version, "provider": self.provider,
-                "context": self.api.target.context, "cluster": self.api.target.cluster,
-                "featureGates": dict(sorted(self.gates.items())), "servedApis": list(self.discovery.served),
-                "featureGateSources": dict(sorted(self.discovery.sources.items())),
-                "driver": driver_mode(self.vendor, self.installed is not None)}
+        env = {"kind": "cluster", "kubernetesVersion": self.version, "provider": self.provider,
+               "context": self.api.target.context, "cluster": self.api.target.cluster,
+               "featureGates": dict(sorted(self.gates.items())), "servedApis": list(self.discovery.served),
+               "featureGateSources": dict(sorted(self.discovery.sources.items())),
+               "driver": driver_mode(self.vendor, self.installed is not None)}
+        session = self.config.pluginmanager.get_plugin("session")
+        planned = self.alternate.planned(getattr(session, "items", None) or [], self.name) if self.alternate else []
+        if planned:
+            env["alternateLocalClusters"] = planned
+        return env
 
-    def _wait_until_gone(self, namespace: str) -> None:
+    def _wait_until_gone(self, api: KubeApi, namespace: str) -> None:
         """The case's namespace of an earlier run may still be terminating (namespace names are
         deterministic): creating objects in it would be refused, so wait for it to go."""
         deadline = time.monotonic() + CLEANUP_TIMEOUT
-        while (old := self.api.get("Namespace", namespace, None)) and old["metadata"].get("deletionTimestamp"):
+        while (old := api.get("Namespace", namespace, None)) and old["metadata"].get("deletionTimestamp"):
             if time.monotonic() >= deadline:
                 raise HarnessError(f"namespace {namespace} of an earlier run is still being deleted")
             time.sleep(0.25)
 
     def open(self, case: Case) -> ClusterSession:
         from .reference import case_namespace, hardware_objects
+        target = self._target(case)
         ns = case_namespace(case.id)
-        self._wait_until_gone(ns)
-        session = ClusterSession(self.api, case, ns, self.run_id, self.keep_on_failure)
-        if self._local is not None:
-            session.logs_dir = self._local.logs_dir
+        self._wait_until_gone(target.api, ns)
+        session = ClusterSession(target.api, case, ns, self.run_id, self.keep_on_failure)
+        session.logs_dir = target.logs_dir
         try:
             session.apply({"apiVersion": "v1", "kind": "Namespace",
                            "metadata": {"name": ns, "labels": {**case.namespace_labels, RUN_LABEL: self.run_id}}})
@@ -444,8 +463,8 @@ class ClusterBackend:
                 else:
                     session.apply(obj)
             session.wait_for_nodes([n.name for n in case.nodes])
-            if self.node_side is not None:
-                session.node_side = self.node_side.open(case, ns)
+            if target.node_side is not None:
+                session.node_side = target.node_side.open(case, ns)
         except ApiRejected as exc:
             session.close(failed=False)
             raise HarnessError(f"installing the fake hardware failed: {exc}") from exc

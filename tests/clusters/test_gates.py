@@ -73,7 +73,7 @@ def test_resolve_passes_listed_names_per_binary():
 def test_unlisted_name_is_probed_and_unknown_name_is_a_clear_error():
     known = {"kube-apiserver": gates.parse_help_gates(HELP)}
     ga = {"DynamicResourceAllocation"}
-    probe = lambda binary, name, value: name in ga  # noqa: E731
+    probe = lambda binary, name, value, others=None: name in ga  # noqa: E731
     per = gates.resolve_gates({"DynamicResourceAllocation": True}, known, probe)
     assert per["kube-apiserver"] == {"DynamicResourceAllocation": True}
     with pytest.raises(gates.GateError) as e:

@@ -1,0 +1,143 @@
+"""The clusters the cluster backend runs cases on, with everything a case session takes from one.
+
+A :class:`Target` is one cluster as the backend sees it: its API client, version, what discovery
+found (served APIs, feature gates), and, on a cluster drakit started, the node side and the
+control plane's logs folder. :class:`LocalTarget` is a local control plane (upstream 1.37
+binaries plus kwok, stage set "prepared") that drakit starts with given feature gates and stops
+again: the main cluster of ``--cluster local``, or the alternate one that runs the cases whose
+``featureGates`` the main cluster does not have.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+from ..features import DEFAULT_GATES
+from .base import HarnessError
+from .discovery import Discovery, discover
+
+if TYPE_CHECKING:
+    from .cluster import KubeApi
+
+
+class Target:
+    """One cluster cases run on. ``node_side`` and ``logs_dir`` exist only on a local cluster."""
+
+    def __init__(self, api: KubeApi, discovery: Discovery, node_side: Any = None,
+                 logs_dir: Path | None = None) -> None:
+        self.api = api
+        self.version = discovery.version
+        self.discovery = discovery
+        self.gates = dict(discovery.gates)
+        self.node_side = node_side  # clusternode.ClusterNodeSide
+        self.logs_dir = logs_dir
+
+
+class LocalTarget(Target):
+    """A local control plane started here with ``requested`` gates on top of drakit's DRA
+    defaults; :meth:`stop` stops its node side, then the cluster."""
+
+    def __init__(self, requested: Mapping[str, bool]) -> None:
+        from clusters.local.kwokconfig import PREPARED
+        from clusters.local.launcher import ClusterError, LocalCluster
+        self.requested = dict(requested)
+        self.cluster = LocalCluster(gates=self.requested or None, stage_set=PREPARED)
+        try:
+            self.cluster.up()
+        except ClusterError as exc:
+            raise HarnessError(f"the local cluster{_with(self.requested)} cannot start: {exc}") from None
+        try:
+            from .cluster import KubeApi
+            from .clusternode import ClusterNodeSide
+            api = KubeApi(str(self.cluster.kubeconfig), None)
+            started = {g: v for comp in self.cluster.gates.values() for g, v in comp.items()}
+            found = discover(api.version(), api.get_json, None,
+                             known_gates={g: v for g, v in started.items() if g in DEFAULT_GATES})
+            node_side = ClusterNodeSide(api.api_client, found.gates)
+            self.flagged = frozenset(started)  # the gates it was started with a flag for
+        except BaseException:
+            self.cluster.down()
+            raise
+        super().__init__(api, found, node_side, self.cluster.logs_dir)
+
+    def stop(self) -> None:
+        """Stop the fake nodes' plugins first (they talk to this API server), then the cluster."""
+        try:
+            if self.node_side is not None:
+                self.node_side.stop()
+        finally:
+            self.cluster.down()
+
+
+def _with(gates: Mapping[str, bool]) -> str:
+    return " with " + ",".join(f"{g}={str(v).lower()}" for g, v in sorted(gates.items())) if gates else ""
+
+
+class Alternate:
+    """The alternate local cluster of a run on drakit's local cluster: it runs the cases whose
+    ``featureGates`` the main cluster does not have, started with the main cluster's
+    ``requested`` gates plus the case's. One at most is alive; :meth:`target` restarts it only
+    when a case needs a different gate set, stopping the old one first."""
+
+    def __init__(self, main: LocalTarget) -> None:
+        self.requested = dict(main.requested)
+        self.main_gates = dict(main.gates)
+        self.flagged = main.flagged
+        self.bin_dir = main.cluster.bin_dir
+        self._accepted: dict[tuple[str, bool, tuple[tuple[str, bool], ...]], bool] = {}
+        self.current: LocalTarget | None = None
+
+    def settable(self, gate: str, value: bool, together: Mapping[str, bool] | None = None) -> bool:
+        """Whether a local cluster can start with ``gate=value`` (and the ``together`` gates the
+        case also changes): a gate the main cluster was started with a flag for, or one a
+        component binary accepts alone or together with those (a GA gate not yet locked; the
+        launcher asks the binaries the same way). Gates drakit does not know are not."""
+        if gate not in DEFAULT_GATES or gate in self.flagged:
+            return gate in DEFAULT_GATES
+        others = tuple(sorted((together or {}).items()))
+        if (gate, value, others) not in self._accepted:
+            from clusters.local.gates import probe_gate
+            from clusters.local.launcher import KUBE_COMPONENTS
+            self._accepted[gate, value, others] = any(
+                probe_gate(self.bin_dir / b, gate, value) or (bool(others) and probe_gate(self.bin_dir / b, gate, value, dict(others)))
+                for b in KUBE_COMPONENTS)
+        return self._accepted[gate, value, others]
+
+    def gates_for(self, case: Any) -> dict[str, bool] | None:
+        """The gates the alternate needs for ``case``, or None: the main cluster has the case's
+        gates, or one it lacks cannot be set on a local cluster (:meth:`settable`); such a case
+        stays skipped."""
+        differ = {g: v for g, v in case.feature_gates.items() if self.main_gates.get(g, False) != v}
+        if not differ or not all(self.settable(g, v, {o: w for o, w in differ.items() if o != g})
+                                 for g, v in differ.items()):
+            return None
+        return {**self.requested, **case.feature_gates}
+
+    def target(self, case: Any) -> LocalTarget | None:
+        """The alternate that runs ``case`` (started here if need be), or None: the main one does."""
+        want = self.gates_for(case)
+        if want is None:
+            return None
+        if self.current is None or self.current.requested != want:
+            self.stop()
+            self.current = LocalTarget(want)
+        return self.current
+
+    def stop(self) -> None:
+        current, self.current = self.current, None
+        if current is not None:
+            current.stop()
+
+    def planned(self, items: Any, backend: str) -> list[dict[str, Any]]:
+        """For results.json: one entry per gate set (only the gates that differ from the main
+        cluster's) that the collected ``items`` of ``backend`` need an alternate for, with how
+        many cases."""
+        counts: dict[tuple[tuple[str, bool], ...], int] = {}
+        for item in items:
+            case = getattr(item, "case", None)
+            if getattr(item, "backend", None) != backend or case is None or self.gates_for(case) is None:
+                continue
+            key = tuple(sorted((g, v) for g, v in case.feature_gates.items() if self.main_gates.get(g, False) != v))
+            counts[key] = counts.get(key, 0) + 1
+        return [{"featureGates": dict(key), "cases": n} for key, n in sorted(counts.items())]

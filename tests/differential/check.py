@@ -55,3 +55,13 @@ def report_minimised(oracle: Any, failing: Failing) -> None:
     if out:
         with open(out, "w") as f:
             f.write(text + "\n")
+
+
+def differential_settings(examples: int) -> Any:
+    """The Hypothesis settings of the random differential tests: seeded (derandomized), no
+    example database, no deadline (the oracle is a subprocess)."""
+    from hypothesis import HealthCheck, settings
+
+    return settings(max_examples=examples, derandomize=True, deadline=None, database=None, print_blob=False,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                           HealthCheck.large_base_example, HealthCheck.function_scoped_fixture])

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
-from .check import Failing, check_input, report_minimised
+from .check import Failing, check_input, differential_settings, report_minimised
 from .strategies import inputs
 
 EXAMPLES = int(os.environ.get("DRAKIT_DIFF_STABLE_EXAMPLES", "300"))
@@ -29,9 +29,7 @@ def minimised(oracle: Any) -> Iterator[None]:
     report_minimised(oracle, _FAILING)
 
 
-@settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None, print_blob=False,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example,
-                                 HealthCheck.function_scoped_fixture])
+@differential_settings(EXAMPLES)
 @given(inp=inputs(stable=True))
 def test_stable_inputs_match_upstream(oracle: Any, minimised: None, inp: dict[str, Any]) -> None:
     check_input(oracle, inp, ("stable",), _FAILING)

@@ -112,7 +112,7 @@ class Alternate:
         if not differ or not all(self.settable(g, v, {o: w for o, w in differ.items() if o != g})
                                  for g, v in differ.items()):
             return None
-        return {**self.requested, **case.feature_gates}
+        return with_dependents_off({**self.requested, **case.feature_gates}, self.main_gates, case.feature_gates)
 
     def target(self, case: Any) -> LocalTarget | None:
         """The alternate that runs ``case`` (started here if need be), or None: the main one does."""
@@ -141,3 +141,23 @@ class Alternate:
             key = tuple(sorted((g, v) for g, v in case.feature_gates.items() if self.main_gates.get(g, False) != v))
             counts[key] = counts.get(key, 0) + 1
         return [{"featureGates": dict(key), "cases": n} for key, n in sorted(counts.items())]
+
+
+def with_dependents_off(gates: Mapping[str, bool], base: Mapping[str, bool], fixed: Mapping[str, bool]) -> dict[str, bool]:
+    """``gates`` plus, turned off, every gate of ``base`` that depends on a gate turned off
+    (transitively): the binaries refuse to start with ``DRAPartitionableDevicesType`` on and
+    ``DRAPartitionableDevices`` off. Gates in ``fixed`` (the case's own) are never changed."""
+    from ..features import GATE_DEPENDENCIES
+
+    out = dict(gates)
+    effective = {**base, **out}
+    changed = True
+    while changed:
+        changed = False
+        for gate, deps in GATE_DEPENDENCIES.items():
+            if gate in fixed or not effective.get(gate):
+                continue
+            if any(not effective.get(d, False) for d in deps):
+                out[gate] = effective[gate] = False
+                changed = True
+    return out

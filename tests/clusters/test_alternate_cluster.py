@@ -64,3 +64,17 @@ def test_gate_off_case_is_still_skipped_on_a_cluster_drakit_did_not_start(
     assert skip["category"] == "feature-disabled"
     assert "DRAListTypeAttributes=false" in skip["message"] and "alternate" not in skip["message"]
     assert "alternateLocalClusters" not in results["environment"]["backends"]["cluster"]
+
+
+def test_gates_depending_on_a_gate_turned_off_are_turned_off_too() -> None:
+    from conformance.backends.localtarget import with_dependents_off
+    from conformance.features import DEFAULT_GATES
+
+    every_gate_on = {g: True for g in DEFAULT_GATES}
+    off = with_dependents_off({"DRAPartitionableDevices": False}, every_gate_on, {"DRAPartitionableDevices": False})
+    assert off == {"DRAPartitionableDevices": False, "DRADeviceCompatibilityGroups": False,
+                   "DRAPartitionableDevicesType": False}
+    # the case's own gates are kept even when they depend on a gate that is off
+    kept = with_dependents_off({"DRAConsumableCapacity": False, "DRAFractionalCapacityRange": True}, every_gate_on,
+                               {"DRAConsumableCapacity": False, "DRAFractionalCapacityRange": True})
+    assert kept == {"DRAConsumableCapacity": False, "DRAFractionalCapacityRange": True}

@@ -4,7 +4,6 @@ pod on a kwok node, and kwok runs the pod.  Skips when the binaries are not buil
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 import os
@@ -14,6 +13,8 @@ import pytest
 from clusters.local import kwokconfig, procs
 from clusters.local.launcher import LocalCluster
 from clusters.local.pytest_fixture import skip_reason
+
+from .waiting import wait_for
 
 _SKIP = skip_reason()
 if _SKIP is not None and os.environ.get("DRAKIT_REQUIRE_CLUSTER") == "1":
@@ -34,15 +35,6 @@ def _dyn(cluster: LocalCluster) -> Any:
     return dynamic.DynamicClient(client if isinstance(client, api_client.ApiClient) else api_client.ApiClient())
 
 
-def _wait(what: str, fn: Callable[[], Any], timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(0.25)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}; last: {last!r}")
 
 
 def _manifests(node: str) -> list[dict[str, Any]]:
@@ -126,7 +118,7 @@ def test_scheduler_allocates_claim_and_kwok_runs_pod(local_cluster_factory):
     dyn = _dyn(cluster)
     node = "kwok-node-0"
     dyn.resources.get(api_version="v1", kind="Node").create(body=kwokconfig.fake_node(node))
-    _wait(
+    wait_for(
         "node Ready",
         lambda: any(
             c.type == "Ready" and c.status == "True"
@@ -136,7 +128,7 @@ def test_scheduler_allocates_claim_and_kwok_runs_pod(local_cluster_factory):
     _apply_all(dyn, _manifests(node))
 
     # the real scheduler allocates the claim and reserves it for the pod
-    claim = _wait(
+    claim = wait_for(
         "claim allocated and reserved",
         lambda: (
             c
@@ -150,11 +142,11 @@ def test_scheduler_allocates_claim_and_kwok_runs_pod(local_cluster_factory):
     assert len(results) == 1 and results[0].driver == DRIVER and results[0].pool == node
     assert results[0].device in ("gpu-0", "gpu-1")
     assert [r.name for r in claim.status.reservedFor] == ["uses-gpu"]
-    pod = _wait("pod bound", lambda: (p if (p := _get(dyn, "v1", "Pod", "uses-gpu", NS)).spec.nodeName else None))
+    pod = wait_for("pod bound", lambda: (p if (p := _get(dyn, "v1", "Pod", "uses-gpu", NS)).spec.nodeName else None))
     assert pod.spec.nodeName == node
 
     # stage set "prepared": no-claims pod runs on bind, the claim pod waits for the node agent
-    _wait("no-claims pod Running", lambda: _get(dyn, "v1", "Pod", "no-claims", NS).status.phase == "Running")
+    wait_for("no-claims pod Running", lambda: _get(dyn, "v1", "Pod", "no-claims", NS).status.phase == "Running")
     time.sleep(2)
     assert _get(dyn, "v1", "Pod", "uses-gpu", NS).status.phase == "Pending"
     pods = dyn.resources.get(api_version="v1", kind="Pod")
@@ -164,7 +156,7 @@ def test_scheduler_allocates_claim_and_kwok_runs_pod(local_cluster_factory):
         body={"metadata": {"annotations": {kwokconfig.PREPARED_ANNOTATION: "true"}}},
         content_type="application/merge-patch+json",
     )
-    running = _wait("claim pod Running", lambda: (p if (p := pods.get(name="uses-gpu", namespace=NS)).status.phase == "Running" else None))
+    running = wait_for("claim pod Running", lambda: (p if (p := pods.get(name="uses-gpu", namespace=NS)).status.phase == "Running" else None))
     assert any(c.type == "Ready" and c.status == "True" for c in running.status.conditions)
 
     # delete: kwok removes the pod once the node agent has unprepared (annotation gone)
@@ -187,8 +179,8 @@ def test_scheduler_allocates_claim_and_kwok_runs_pod(local_cluster_factory):
             return True
         return False
 
-    _wait("pod deleted", gone)
-    _wait(
+    wait_for("pod deleted", gone)
+    wait_for(
         "claim released",
         lambda: not _get(dyn, "resource.k8s.io/v1", "ResourceClaim", "one-gpu", NS).status.reservedFor,
     )
@@ -241,7 +233,7 @@ def test_session_cluster_template_claim_pod_runs_on_bind(local_cluster):
         },
     ]
     _apply_all(dyn, objs)
-    pod = _wait(
+    pod = wait_for(
         "template pod Running",
         lambda: p if (p := _get(dyn, "v1", "Pod", "tmpl-pod", ns)).status.phase == "Running" else None,
     )
@@ -273,7 +265,7 @@ def test_killed_owner_leaves_nothing_running_and_next_up_cleans(tmp_path):
     assert len(pids) == 5
     owner.kill()  # SIGKILL: no atexit, no finally
     owner.wait()
-    _wait("children gone with their owner", lambda: not any(procs.is_alive(p) for p in pids), timeout=15)
+    wait_for("children gone with their owner", lambda: not any(procs.is_alive(p) for p in pids), timeout=15)
     assert (run_dir / "state.json").exists()  # stale run dir left behind
     with LocalCluster(run_dir) as again:  # detects the stale dir, cleans, starts
         assert again.status()["apiserver_ready"]

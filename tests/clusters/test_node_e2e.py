@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,8 @@ from fake_driver.plugin import metadata
 from fake_driver.slices import publish_slices
 from fake_hw.inventory import build_inventory
 
+from .waiting import wait_for
+
 _SKIP = skip_reason()
 if _SKIP is not None and os.environ.get("DRAKIT_REQUIRE_CLUSTER") == "1":
     raise RuntimeError(f"DRAKIT_REQUIRE_CLUSTER=1 but {_SKIP}")
@@ -52,15 +54,6 @@ NS = "drakit-node-e2e"
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _wait(what: str, fn: Callable[[], Any], timeout: float = 60.0, logs: Callable[[], str] = lambda: "") -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}; last: {last!r}{logs()}")
 
 
 @pytest.fixture
@@ -158,7 +151,7 @@ def test_claim_prepared_before_the_pod_runs_and_unprepared_before_it_goes(local_
     try:
         # the driver publishes its node's slices itself, owned by the Node
         node_uid = admin.get(f"/api/v1/nodes/{node}")["metadata"]["uid"]  # type: ignore[index]
-        slices = _wait("the driver's ResourceSlices", lambda: admin.request(
+        slices = wait_for("the driver's ResourceSlices", lambda: admin.request(
             "GET", "/apis/resource.k8s.io/v1/resourceslices", query={"fieldSelector": f"spec.nodeName={node}"})["items"],
             logs=logs)
         assert {s["spec"]["driver"] for s in slices} == {NIC}
@@ -166,11 +159,11 @@ def test_claim_prepared_before_the_pod_runs_and_unprepared_before_it_goes(local_
 
         t0 = time.monotonic()
         _claim_and_pod(admin, "net", "user")
-        claim = _wait("claim allocated by kube-scheduler and reserved", lambda: _allocated(admin, "net"), logs=logs)
+        claim = wait_for("claim allocated by kube-scheduler and reserved", lambda: _allocated(admin, "net"), logs=logs)
         (result,) = claim["status"]["allocation"]["devices"]["results"]
         assert (result["driver"], result["pool"]) == (NIC, node)
         uid = claim["metadata"]["uid"]
-        pod = _wait("pod Running", lambda: (p if ((p := _get(admin, "pod", "user")) or {}).get("status", {})
+        pod = wait_for("pod Running", lambda: (p if ((p := _get(admin, "pod", "user")) or {}).get("status", {})
                                             .get("phase") == "Running" else None), logs=logs)
         print(f"\npod Running {time.monotonic() - t0:.1f} s after it was created")
         assert pod["metadata"]["annotations"][kwokconfig.PREPARED_ANNOTATION] == "true"
@@ -200,11 +193,11 @@ def test_claim_prepared_before_the_pod_runs_and_unprepared_before_it_goes(local_
         # delete: unprepared before kwok lets the pod go, then deallocated by the claim controller
         t1 = time.monotonic()
         admin.request("DELETE", f"/api/v1/namespaces/{NS}/pods/user")
-        _wait("pod gone", lambda: _get(admin, "pod", "user") is None, logs=logs)
+        wait_for("pod gone", lambda: _get(admin, "pod", "user") is None, logs=logs)
         assert not list(cdi_dir.glob(f"*{uid}*")), "unprepare left a CDI spec behind"
         assert not host_file.exists() and not host_file.parent.exists(), "unprepare left the metadata file"
         assert uid not in AgentCheckpoint(agent_state).load()
-        _wait("claim deallocated by the resourceclaim controller",
+        wait_for("claim deallocated by the resourceclaim controller",
               lambda: not ((_get(admin, "claim", "net") or {}).get("status") or {}).get("allocation"), logs=logs)
         print(f"pod gone and claim deallocated {time.monotonic() - t1:.1f} s after the delete")
     finally:
@@ -229,9 +222,9 @@ def test_a_driver_refusal_keeps_the_pod_pending_with_a_visible_reason(local_clus
     with LocalNode(inv, claims.get_claim, write_status=claims.write_device_status, check_reserved=False) as local, \
             KubeNodeRuntime(admin, {node: local}, namespace=NS, min_retry=0.2) as runtime:
         _claim_and_pod(admin, "net", "user")
-        claim = _wait("claim allocated", lambda: _allocated(admin, "net"))
+        claim = wait_for("claim allocated", lambda: _allocated(admin, "net"))
         assert claim["status"]["allocation"]["devices"]["results"][0]["device"] == "nic-gone"
-        (event,) = _wait("a FailedPrepareDynamicResources event", lambda: _events(admin, "user", PREPARE_FAILED))
+        (event,) = wait_for("a FailedPrepareDynamicResources event", lambda: _events(admin, "user", PREPARE_FAILED))
         assert event["type"] == "Warning"
         assert "device" in event["message"] and "nic-gone" in event["message"]
         assert "is not a device of driver nic.swift.example.com" in event["message"]
@@ -245,9 +238,9 @@ def test_a_driver_refusal_keeps_the_pod_pending_with_a_visible_reason(local_clus
         assert not list(local.cdi_dir.glob("*.json"))
         # nothing was prepared, so kwok lets the deleted pod go at once
         admin.request("DELETE", f"/api/v1/namespaces/{NS}/pods/user")
-        _wait("pod gone", lambda: _get(admin, "pod", "user") is None)
-        _wait("claim deallocated", lambda: not ((_get(admin, "claim", "net") or {}).get("status") or {}).get("allocation"))
-        _wait("the agent forgot the claim", lambda: not local.agent.claim_infos())  # type: ignore[union-attr]
+        wait_for("pod gone", lambda: _get(admin, "pod", "user") is None)
+        wait_for("claim deallocated", lambda: not ((_get(admin, "claim", "net") or {}).get("status") or {}).get("allocation"))
+        wait_for("the agent forgot the claim", lambda: not local.agent.claim_infos())  # type: ignore[union-attr]
     assert not runtime.errors()
 
 
@@ -261,7 +254,7 @@ def test_the_controller_reports_binding_conditions_and_the_scheduler_binds(local
                  "devices": [{"name": "remote-0", "bindsToNode": True, "bindingConditions": [ATTACHED],
                               "bindingFailureConditions": [ATTACH_FAILED]}]}})
     _claim_and_pod(admin, "remote", "waiting", device_class=gpu)
-    _wait("claim allocated and reserved", lambda: _allocated(admin, "remote"))
+    wait_for("claim allocated and reserved", lambda: _allocated(admin, "remote"))
     time.sleep(2)
     assert not (_get(admin, "pod", "waiting") or {})["spec"].get("nodeName"), "bound before the device was attached"
     kubeconfig = short_tmp / "controller.kubeconfig"
@@ -270,7 +263,7 @@ def test_the_controller_reports_binding_conditions_and_the_scheduler_binds(local
     proc = _Proc(["fake_driver.cli", "driver", "controller", "--kubeconfig", str(kubeconfig), "--driver", gpu],
                  short_tmp / "controller.log")
     try:
-        pod = _wait("pod bound once the binding condition is True",
+        pod = wait_for("pod bound once the binding condition is True",
                     lambda: p if ((p := _get(admin, "pod", "waiting")) or {}).get("spec", {}).get("nodeName") else None,
                     timeout=90, logs=proc.tail)
         assert pod["spec"]["nodeName"] == node

@@ -1,0 +1,50 @@
+"""The cluster backend waits for a case's kwok nodes to be Ready and untainted before the case
+runs (a pod created earlier can only go to the nodes that already are)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from conformance.backends.base import HarnessError
+from conformance.backends.cluster import ClusterSession
+
+
+class _Nodes:
+    """Answers GET Node with the next state of a node kwok is bringing up."""
+
+    def __init__(self, states: list[dict[str, Any] | None]) -> None:
+        self.states = states
+        self.reads = 0
+
+    def get(self, kind: str, name: str, namespace: str | None) -> dict[str, Any] | None:
+        assert (kind, namespace) == ("Node", None)
+        state = self.states[min(self.reads, len(self.states) - 1)]
+        self.reads += 1
+        return state
+
+
+def _node(ready: bool, taints: list[str]) -> dict[str, Any]:
+    return {"metadata": {"name": "node-a"},
+            "spec": {"taints": [{"key": k, "effect": "NoSchedule"} for k in taints]},
+            "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+def _session(api: _Nodes) -> ClusterSession:
+    session = ClusterSession.__new__(ClusterSession)
+    session.api = api  # type: ignore[assignment]
+    return session
+
+
+def test_waits_until_ready_and_the_not_ready_taint_is_gone() -> None:
+    api = _Nodes([None, _node(False, ["node.kubernetes.io/not-ready"]), _node(True, ["node.kubernetes.io/not-ready"]),
+                  _node(True, [])])
+    _session(api).wait_for_nodes(["node-a"], timeout=10)
+    assert api.reads == 4
+
+
+def test_a_node_that_never_gets_ready_is_a_clear_harness_error() -> None:
+    api = _Nodes([_node(False, [])])
+    with pytest.raises(HarnessError, match="node node-a did not become Ready and untainted within 0 s"):
+        _session(api).wait_for_nodes(["node-a"], timeout=0.3)

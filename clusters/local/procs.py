@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -86,20 +87,33 @@ def spawn(
     cwd: Path | None = None,
     die_with_parent: bool = False,
 ) -> tuple[subprocess.Popen[bytes], ProcInfo]:
-    """Start ``argv`` in a new session with stdout+stderr to ``log``."""
+    """Start ``argv`` in a new session with stdout+stderr to ``log``.
+
+    ``die_with_parent`` sets PR_SET_PDEATHSIG=SIGKILL. With util-linux ``setpriv`` on PATH it
+    is set by ``setpriv --pdeathsig KILL`` exec'ing ``argv`` (same pid), so no Python code runs
+    between fork and exec: a ``preexec_fn`` in a process with gRPC threads (the fake drivers of
+    the same test process) could die in gRPC's fork handlers before exec.
+    """
     log.parent.mkdir(parents=True, exist_ok=True)
+    command, preexec = list(argv), None
+    if die_with_parent:
+        wrapper = shutil.which("setpriv")
+        if wrapper:
+            command = [wrapper, "--pdeathsig", "KILL", "--", *argv]
+        else:
+            preexec = _pdeathsig
     with log.open("ab") as fh:
         fh.write(f"# {time.strftime('%Y-%m-%dT%H:%M:%S')} {' '.join(argv)}\n".encode())
         fh.flush()
         proc = subprocess.Popen(
-            list(argv),
+            command,
             stdin=subprocess.DEVNULL,
             stdout=fh,
             stderr=subprocess.STDOUT,
             env=dict(env) if env is not None else None,
             cwd=cwd,
             start_new_session=True,
-            preexec_fn=_pdeathsig if die_with_parent else None,
+            preexec_fn=preexec,
         )
     ticks = start_ticks(proc.pid) or 0
     return proc, ProcInfo(name, proc.pid, ticks, argv[0], str(log))

@@ -146,3 +146,28 @@ def test_attached_cluster_without_run_dir_gets_private_temp_dir(tmp_path):
             c.up()  # no binaries: the temp dir is removed again
         assert not c.run_dir.exists()
     assert LocalCluster(detached=True).run_dir.name == "local"
+
+
+def test_die_with_parent_kills_the_child_when_its_parent_dies(tmp_path):
+    """A component started with die_with_parent goes when the process that started it is
+    killed (SIGKILL leaves no time for clean-up), and no Python code ran between fork and exec."""
+    import subprocess
+    import sys
+    import time as _time
+
+    script = ("import sys, time\nfrom pathlib import Path\nfrom clusters.local import procs\n"
+              "_, info = procs.spawn('sleeper', ['sleep', '300'], Path(sys.argv[1]), die_with_parent=True)\n"
+              "print(info.pid, flush=True)\ntime.sleep(300)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "sleeper.log")], stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(parent.stdout.readline())  # type: ignore[union-attr]
+        assert procs.is_alive(child, procs.start_ticks(child))
+        ticks = procs.start_ticks(child)
+        parent.kill()
+        parent.wait(10)
+        deadline = _time.monotonic() + 10
+        while procs.is_alive(child, ticks) and _time.monotonic() < deadline:
+            _time.sleep(0.05)
+        assert not procs.is_alive(child, ticks), "the child outlived its parent"
+    finally:
+        parent.kill()

@@ -19,15 +19,15 @@ import resource
 import time
 import tracemalloc
 
-from fake_driver.classes import device_classes
-from fake_driver.profile import load_profile
-from fake_driver.slices import publish_slices
-from fake_hw.inventory import build_inventory
-from fake_hw.shapes import shape_from_text
+from drakit.fake_driver.classes import device_classes
+from drakit.fake_driver.profile import load_profile
+from drakit.fake_driver.slices import publish_slices
+from drakit.fake_hw.inventory import build_inventory
+from drakit.fake_hw.shapes import shape_from_text
 
-from conformance.allocator import AllocatedState, Allocator, Features, NodeInfo, SelectorCache
-from conformance.allocator.pools import SliceIndex
-from conformance.model import parse_object
+from drakit.conformance.allocator import AllocatedState, Allocator, Features, NodeInfo, SelectorCache
+from drakit.conformance.allocator.pools import SliceIndex
+from drakit.conformance.model import parse_object
 
 SHAPE = """\
 name: bench-8gpu
@@ -85,7 +85,7 @@ def bench_allocator(nodes: int, claims: int) -> tuple[int, float]:
 
 
 def bench_cluster(nodes: int, claims: int) -> tuple[int, float]:
-    from conformance.reference.cluster import ReferenceCluster
+    from drakit.conformance.reference.cluster import ReferenceCluster
     node_objs, slice_objs, template = workload(nodes)
     cluster = ReferenceCluster()
     for obj in device_classes() + node_objs + slice_objs + [template]:

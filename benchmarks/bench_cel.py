@@ -22,9 +22,9 @@ import argparse
 import time
 from typing import Callable, TypeVar
 
-from conformance.cel import CelDevice, EncodedDevice, Selector, compile_selector, encode_device
-from conformance.model.attributes import AttributeValue
-from conformance.quantity import Quantity
+from drakit.conformance.cel import CelDevice, EncodedDevice, Selector, compile_selector, encode_device
+from drakit.conformance.model.attributes import AttributeValue
+from drakit.conformance.quantity import Quantity
 
 GPU = 'device.attributes["gpu.example.com"]'
 REALISTIC = (f'device.driver == "gpu.example.com" && {GPU}.model == "h100" '

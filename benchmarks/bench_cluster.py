@@ -63,13 +63,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from clusters.local import procs  # noqa: E402
-from clusters.local.kwokconfig import fake_node  # noqa: E402
-from clusters.local.launcher import ClusterError, LocalCluster, install_sigterm_as_exit  # noqa: E402
-from fake_driver.slices import publish_slices  # noqa: E402
-from fake_hw.inventory import build_inventory  # noqa: E402
+from drakit.clusters.local import procs  # noqa: E402
+from drakit.clusters.local.kwokconfig import fake_node  # noqa: E402
+from drakit.clusters.local.launcher import ClusterError, LocalCluster, install_sigterm_as_exit  # noqa: E402
+from drakit.fake_driver.slices import publish_slices  # noqa: E402
+from drakit.fake_hw.inventory import build_inventory  # noqa: E402
 
 GATE = "SchedulerPreQueueingHints"
 SHAPE, GPUS_PER_POOL = "server-8gpu", 4  # 4 Acme and 4 Nova GPUs a node
@@ -135,7 +134,7 @@ def bench_updown(repeat: int) -> Obj:
 
 # ---------------------------------------------------------------------------- 2. cases
 def bench_cases(paths: tuple[str, ...], out: Path) -> Obj:
-    cmd = [sys.executable, "-m", "conformance.cli", "run", *paths, "--backend", "cluster", "--cluster", "local",
+    cmd = [sys.executable, "-m", "drakit.conformance.cli", "run", *paths, "--backend", "cluster", "--cluster", "local",
            "-n", "0", "--out", str(out), "--plain"]
     progress("running: drakit " + " ".join(cmd[4:]))
     t = time.monotonic()

@@ -30,13 +30,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 import grpc  # noqa: E402
 
-from fake_driver._gen import dra_v1_pb2 as pb, dra_v1_pb2_grpc as pbg  # noqa: E402
-from fake_driver.sampleclaims import allocated_claim  # noqa: E402
+from drakit.fake_driver._gen import dra_v1_pb2 as pb, dra_v1_pb2_grpc as pbg  # noqa: E402
+from drakit.fake_driver.sampleclaims import allocated_claim  # noqa: E402
 
 DRIVER, NODE = "gpu.acme.example.com", "node-a"
 
@@ -129,8 +128,8 @@ def measure(socket: Path, claims: list[dict[str, Any]], calls: int, warmup: int)
 
 
 def in_thread(root: Path, claims: list[dict[str, Any]], calls: int, warmup: int) -> None:
-    from fake_driver.plugin import FakePlugin, MemoryClaimSource, PluginConfig
-    from fake_hw.inventory import build_inventory
+    from drakit.fake_driver.plugin import FakePlugin, MemoryClaimSource, PluginConfig
+    from drakit.fake_hw.inventory import build_inventory
     config = PluginConfig(driver=DRIVER, node=NODE, plugin_dir=root / "plugins", registry_dir=root / "registry",
                           cdi_dir=root / "cdi", durable=False)
     plugin = FakePlugin(config, build_inventory("server-8gpu", NODE), MemoryClaimSource(claims), health=False)
@@ -144,7 +143,7 @@ def in_thread(root: Path, claims: list[dict[str, Any]], calls: int, warmup: int)
 def in_process(root: Path, claims: list[dict[str, Any]], calls: int, warmup: int) -> None:
     claims_file = root / "claims.json"
     claims_file.write_text(json.dumps(claims))
-    cmd = [sys.executable, "-m", "fake_driver.cli", "driver", "serve", "--driver", DRIVER, "--node", NODE,
+    cmd = [sys.executable, "-m", "drakit.fake_driver.cli", "driver", "serve", "--driver", DRIVER, "--node", NODE,
            "--plugin-dir", str(root / "plugins"), "--registry-dir", str(root / "registry"),
            "--cdi-dir", str(root / "cdi"), "--claims", str(claims_file), "--no-health"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)

@@ -33,17 +33,17 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from conformance.allocator import AllocatedState, Allocator, Features, NodeInfo, SelectorCache
-from conformance.allocator.pools import SliceIndex
-from conformance.features import DEFAULT_GATES
-from conformance.model import parse_object
-from conformance.oracle import Oracle
-from conformance.oracle.compare import with_api_defaults
-from fake_driver.classes import device_classes
-from fake_driver.profile import load_profile
-from fake_driver.slices import publish_slices
-from fake_hw.inventory import build_inventory
-from fake_hw.shapes import shape_from_text
+from drakit.conformance.allocator import AllocatedState, Allocator, Features, NodeInfo, SelectorCache
+from drakit.conformance.allocator.pools import SliceIndex
+from drakit.conformance.features import DEFAULT_GATES
+from drakit.conformance.model import parse_object
+from drakit.conformance.oracle import Oracle
+from drakit.conformance.oracle.compare import with_api_defaults
+from drakit.fake_driver.classes import device_classes
+from drakit.fake_driver.profile import load_profile
+from drakit.fake_driver.slices import publish_slices
+from drakit.fake_hw.inventory import build_inventory
+from drakit.fake_hw.shapes import shape_from_text
 
 SHAPE = """\
 name: bench-8gpu

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from clusters.kind import KindCluster
+    from drakit.clusters.kind import KindCluster
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 PROVIDERS = ("local", "kind")
@@ -89,7 +89,7 @@ def _err(msg: str) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from clusters.local import build
+    from drakit.clusters.local import build
 
     try:
         build.build(force=args.force, progress=lambda m: print(m, flush=True))
@@ -101,7 +101,7 @@ def _build(args: argparse.Namespace) -> int:
 def _up(args: argparse.Namespace) -> int:
     if args.provider == "kind":
         return _up_kind(args)
-    from clusters.local import gates, launcher
+    from drakit.clusters.local import gates, launcher
 
     try:
         requested = gates.parse_gate_string(args.feature_gates)
@@ -136,7 +136,7 @@ def _up(args: argparse.Namespace) -> int:
 def _down(args: argparse.Namespace) -> int:
     if args.provider == "kind":
         return _down_kind(args)
-    from clusters.local import launcher
+    from drakit.clusters.local import launcher
 
     try:
         cluster = launcher.LocalCluster.attach(args.run_dir, progress=lambda m: print(f"cluster: {m}", flush=True))
@@ -150,7 +150,7 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from clusters.local import build, launcher
+    from drakit.clusters.local import build, launcher
 
     out: dict[str, object] = {"bin_dir": str(build.bin_dir()), "missing_binaries": build.missing_binaries()}
     run_dir = Path(args.run_dir) if args.run_dir else launcher.default_run_dir()
@@ -175,15 +175,15 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _kind_cluster(args: argparse.Namespace, **kwargs: Any) -> KindCluster:
-    from clusters.kind import KindCluster
+    from drakit.clusters.kind import KindCluster
 
     return KindCluster(args.name or "drakit", run_dir=args.run_dir,
                        progress=lambda m: print(f"cluster: {m}", flush=True), **kwargs)
 
 
 def _up_kind(args: argparse.Namespace) -> int:
-    from clusters.kind import ClusterError
-    from clusters.local.gates import GateError
+    from drakit.clusters.kind import ClusterError
+    from drakit.clusters.local.gates import GateError
 
     opts: dict[str, Any] = {"gates": args.feature_gates, "dra_gates": not args.no_dra_gates,
                             "workers": args.workers, "install_driver": not args.no_driver,
@@ -210,7 +210,7 @@ def _up_kind(args: argparse.Namespace) -> int:
 
 
 def _down_kind(args: argparse.Namespace) -> int:
-    from clusters.kind import ClusterError
+    from drakit.clusters.kind import ClusterError
 
     try:
         cluster = _kind_cluster(args, install_driver=False)

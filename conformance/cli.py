@@ -69,9 +69,9 @@ def _parser() -> argparse.ArgumentParser:
                       help="vendor profile YAML to check and to resolve the placeholders with")
 
     sub.add_parser("features", help="list the DRA features of Kubernetes 1.37 that drakit knows")
-    from clusters import cli as cluster_cli
-    from clusters.nodeagent import cli as agent_cli
-    from fake_driver import cli as driver_cli
+    from drakit.clusters import cli as cluster_cli
+    from drakit.clusters.nodeagent import cli as agent_cli
+    from drakit.fake_driver import cli as driver_cli
     from .nodecheck import cli as nodecheck_cli
     for module in (cluster_cli, driver_cli, nodecheck_cli, agent_cli):
         module.add_parsers(sub)
@@ -88,9 +88,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_lint(args)
     if args.command == "features":
         return cmd_features()
-    from clusters import cli as cluster_cli
-    from clusters.nodeagent import cli as agent_cli
-    from fake_driver import cli as driver_cli
+    from drakit.clusters import cli as cluster_cli
+    from drakit.clusters.nodeagent import cli as agent_cli
+    from drakit.fake_driver import cli as driver_cli
     from .nodecheck import cli as nodecheck_cli
     handlers = {"cluster": cluster_cli.run, "driver": driver_cli.run, "node-check": nodecheck_cli.run,
                 "node-agent": agent_cli.run}
@@ -156,7 +156,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"drakit: the run did not write {results_path}", file=sys.stderr)
         return EXIT_USAGE
     results = json.loads(results_path.read_text())
-    from reports.text import render_summary
+    from drakit.reports.text import render_summary
     print("")
     print(render_summary(results, color=color, matrix=mode != "quiet"), end="")
     print(f"drakit: wrote {results_path}, {out / 'junit.xml'}, {out / 'report.html'}")
@@ -166,7 +166,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from reports import ResultsError, load_results, render_all
+    from drakit.reports import ResultsError, load_results, render_all
     if (args.results is None) == (args.compare is None) or (args.compare and args.merge):
         print("drakit report: give either RESULTS.json [--merge CASES.json] or --compare OLD.json NEW.json",
               file=sys.stderr)
@@ -180,7 +180,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     out = Path(args.out) if args.out else Path(args.results).parent
     if args.merge:
-        from reports import merge_cases
+        from drakit.reports import merge_cases
         try:
             for source in args.merge:
                 extra = json.loads(Path(source).read_text(encoding="utf-8"))
@@ -204,8 +204,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """``drakit report --compare OLD NEW``: text on stdout, compare.html, exit 1 on new failures."""
-    from reports import ResultsError, load_results
-    from reports.compare import compare_results, gate_exit_code, render_compare_html, render_compare_text
+    from drakit.reports import ResultsError, load_results
+    from drakit.reports.compare import compare_results, gate_exit_code, render_compare_html, render_compare_text
     old_path, new_path = (Path(p) for p in args.compare)
     try:
         old, new = load_results(old_path), load_results(new_path)
@@ -224,7 +224,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
-    from fake_driver.profile import load_profile, load_vendor_profile
+    from drakit.fake_driver.profile import load_profile, load_vendor_profile
     from .cases.loader import load_file
     from .cases.needs import NEEDS_FAKE_DRIVER, vendor_unmet
     paths = _paths(args.paths)

@@ -89,7 +89,7 @@ def pytest_configure(config: pytest.Config) -> None:
         gates = parse_gates(config.getoption("--drakit-feature-gates"))
     except ValueError as exc:
         raise pytest.UsageError(f"--drakit-feature-gates: {exc}") from None
-    from fake_driver.profile import load_profile, load_vendor_profile
+    from drakit.fake_driver.profile import load_profile, load_vendor_profile
     try:
         vendor = load_vendor_profile(config.getoption("--drakit-vendor"))
     except (OSError, ValueError) as exc:

@@ -21,7 +21,7 @@ from typing import Any, Callable, TextIO
 
 import pytest
 
-from reports import clean_text
+from drakit.reports import clean_text
 
 from .features import FEATURES
 
@@ -124,7 +124,7 @@ class ResultsCollector:
             return str(path)
 
     def build(self, exitstatus: int) -> dict[str, Any]:
-        from reports import compute_summary, compute_verdict, redact, redact_command
+        from drakit.reports import compute_summary, compute_verdict, redact, redact_command
         cases = []
         for entry in self.cases.values():
             entry.setdefault("status", "error")
@@ -168,7 +168,7 @@ class ResultsCollector:
         they are drakit's fake drivers) of the run's vendor profile."""
         vendor = self.vendor
         if vendor is None:
-            from fake_driver.profile import load_vendor_profile
+            from drakit.fake_driver.profile import load_vendor_profile
             vendor = load_vendor_profile()
         return {"hardwareProfile": vendor.name, "drivers": sorted(vendor.driver_names), "vendor": vendor.describe()}
 
@@ -184,7 +184,7 @@ class ResultsCollector:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.results is None or not self.cases:
             return
-        from reports.text import render_summary
+        from drakit.reports.text import render_summary
         terminalreporter.write_line("")
         terminalreporter.write(render_summary(self.results, color=terminalreporter.hasmarkup))
         out = self.config.getoption("--drakit-out")
@@ -193,7 +193,7 @@ class ResultsCollector:
 
 
 def write_results(results: dict[str, Any], out: Path) -> dict[str, Path]:
-    from reports import render_all
+    from drakit.reports import render_all
     out.mkdir(parents=True, exist_ok=True)
     path = out / "results.json"
     tmp = path.with_suffix(".json.tmp")
@@ -308,7 +308,7 @@ class ProgressReporter:
         return f"\x1b[{code}m{label}\x1b[0m" if self.color else label
 
     def _line(self) -> str:
-        from reports.text import progress_line
+        from drakit.reports.text import progress_line
         return progress_line(len(self.status), self.total, self.counts(), color=self.color)
 
     def _progress(self, *, final: bool) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fake_hw.vendors import ACME, VENDORS
+from drakit.fake_hw.vendors import ACME, VENDORS
 
 API_VERSION = "resource.k8s.io/v1"
 ANY_GPU_CLASS = "gpu.example.com"

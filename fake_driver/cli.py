@@ -1,7 +1,7 @@
 """``drakit driver ...``: run the fake DRA driver's kubelet plugin, or write sample claims.
 
 Wire into ``drakit`` with ``add_parsers(subparsers)`` and ``run(args)``; also runnable alone as
-``python -m fake_driver.cli driver serve ...``.
+``python -m drakit.fake_driver.cli driver serve ...``.
 
 ``serve`` learns claim allocations from ``--claims`` (a YAML/JSON file or folder, re-read on
 change) or from the API server. With ``--in-cluster`` (the pod's service account) or
@@ -87,7 +87,7 @@ def add_parsers(subparsers: Any) -> None:
     claims.add_argument("--namespace", default="node-check")
     claims.add_argument("--out", type=Path, default=None, help="file to write (default: stdout)")
 
-    from fake_driver.deploy.command import add_parser as add_manifests_parser
+    from drakit.fake_driver.deploy.command import add_parser as add_manifests_parser
     add_manifests_parser(sub)
 
 
@@ -101,7 +101,7 @@ def _add_api_flags(parser: argparse.ArgumentParser, what: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.driver_command == "manifests":
-        from fake_driver.deploy.command import run as run_manifests
+        from drakit.fake_driver.deploy.command import run as run_manifests
         return run_manifests(args)
     if args.driver_command == "serve":
         return cmd_serve(args)
@@ -111,12 +111,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _inventory(shape: str, node: str) -> Any:
-    from fake_hw.inventory import build_inventory
+    from drakit.fake_hw.inventory import build_inventory
     return build_inventory(shape, node)
 
 
 def cmd_sample_claims(args: argparse.Namespace) -> int:
-    from fake_driver.sampleclaims import sample_claims
+    from drakit.fake_driver.sampleclaims import sample_claims
     try:
         claims = sample_claims(_inventory(args.hardware, args.node), args.driver,
                                namespace=args.namespace)
@@ -135,12 +135,12 @@ def cmd_sample_claims(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
-    from fake_driver.plugin import FakePlugin, FileClaimSource, KubernetesClaimSource, PluginConfig
-    from fake_driver.plugin.claims import ClaimSource, ClaimSourceError
-    from fake_driver.kube import KubeClaimSource, KubeError, KubeSlicePublisher
-    from fake_driver.plugin.files import PathTooLong
-    from fake_driver.plugin.publisher import CallbackSlicePublisher, FileSlicePublisher, SlicePublisher
-    from fake_hw.shapes import ShapeError
+    from drakit.fake_driver.plugin import FakePlugin, FileClaimSource, KubernetesClaimSource, PluginConfig
+    from drakit.fake_driver.plugin.claims import ClaimSource, ClaimSourceError
+    from drakit.fake_driver.kube import KubeClaimSource, KubeError, KubeSlicePublisher
+    from drakit.fake_driver.plugin.files import PathTooLong
+    from drakit.fake_driver.plugin.publisher import CallbackSlicePublisher, FileSlicePublisher, SlicePublisher
+    from drakit.fake_hw.shapes import ShapeError
 
     done = threading.Event()
 
@@ -210,15 +210,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _kube(args: argparse.Namespace) -> Any:
-    from fake_driver.kube import Kube, load_api_client
+    from drakit.fake_driver.kube import Kube, load_api_client
     return Kube(load_api_client(args.kubeconfig, in_cluster=args.in_cluster))
 
 
 def cmd_controller(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
-    from fake_driver.kube import BindingConditionsController, KubeError
-    from fake_hw.vendors import VENDORS
+    from drakit.fake_driver.kube import BindingConditionsController, KubeError
+    from drakit.fake_hw.vendors import VENDORS
 
     drivers = args.drivers or [v.driver for v in VENDORS]
     done = threading.Event()

@@ -41,8 +41,8 @@ from typing import Any, Mapping
 
 import jsonschema
 
-from conformance.errors import LoadError, format_path
-from conformance.yamlmarks import line_of, load_documents
+from drakit.conformance.errors import LoadError, format_path
+from drakit.conformance.yamlmarks import line_of, load_documents
 
 SCHEMA_PATH = Path(__file__).with_name("profile.schema.json")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -72,7 +72,7 @@ class NameRef:
 
 def fake_driver_names() -> frozenset[str]:
     """The driver names of drakit's bundled fake drivers."""
-    from fake_hw.vendors import VENDORS
+    from drakit.fake_hw.vendors import VENDORS
     return frozenset(v.driver for v in VENDORS)
 
 
@@ -127,7 +127,7 @@ class VendorProfile:
 
 def bundled_profile_path() -> Path:
     """Where the profile of the bundled fake drivers lives."""
-    return Path(str(resources.files("fake_driver") / "profile.yaml"))
+    return Path(str(resources.files("drakit.fake_driver") / "profile.yaml"))
 
 
 def load_vendor_profile(path: str | Path | None = None) -> VendorProfile:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from fake_hw.inventory import NodeInventory
+from drakit.fake_hw.inventory import NodeInventory
 
 EXPECT_ANNOTATION = "drakit.dev/node-check-expect"
 UNKNOWN_DEVICE = "no-such-device-0"

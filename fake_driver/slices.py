@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-from fake_hw.faults import Fault, Taint, device_taints
-from fake_hw.inventory import CounterSet, Device, DriverPool, NodeInventory
+from drakit.fake_hw.faults import Fault, Taint, device_taints
+from drakit.fake_hw.inventory import CounterSet, Device, DriverPool, NodeInventory
 
 API_VERSION = "resource.k8s.io/v1"
 MAX_DEVICES_PER_SLICE = 128

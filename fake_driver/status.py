@@ -17,7 +17,7 @@ import hashlib
 import ipaddress
 from typing import Any, Mapping
 
-from fake_hw.inventory import Device, NodeInventory
+from drakit.fake_hw.inventory import Device, NodeInventory
 
 NIC_KINDS = ("nic", "nic-vf")
 READY = "Ready"

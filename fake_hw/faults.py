@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Literal, cast, get_args
 
-from fake_hw.inventory import NodeInventory
+from drakit.fake_hw.inventory import NodeInventory
 
 FaultKind = Literal["degraded", "link-down", "ecc", "thermal", "lost"]
 TaintEffect = Literal["None", "NoSchedule", "NoExecute"]

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Sequence
 
-from fake_hw.attributes import Attr
-from fake_hw.identity import device_mac, device_uuid
-from fake_hw.shapes import Shape, load_shape
-from fake_hw.topology import Slot, Topology, plan_topology
-from fake_hw.vendors import NUMA_NODE, VENDORS, GpuModel, NicModel, Vendor, find_vendor
+from drakit.fake_hw.attributes import Attr
+from drakit.fake_hw.identity import device_mac, device_uuid
+from drakit.fake_hw.shapes import Shape, load_shape
+from drakit.fake_hw.topology import Slot, Topology, plan_topology
+from drakit.fake_hw.vendors import NUMA_NODE, VENDORS, GpuModel, NicModel, Vendor, find_vendor
 
 DeviceKind = Literal["gpu", "gpu-partition", "nic", "nic-vf"]
 LABEL_PREFIX = "drakit.dev"

@@ -32,7 +32,7 @@ from typing import Any, Literal, Mapping, cast
 
 import yaml
 
-from fake_hw.vendors import Vendor, find_vendor
+from drakit.fake_hw.vendors import Vendor, find_vendor
 
 Partitioning = Literal["none", "partitionable"]
 NumaNodeForm = Literal["scalar", "list"]
@@ -223,7 +223,7 @@ def _check_roots(check: _Checker, shape: Shape) -> None:
 
 def bundled_shapes() -> tuple[str, ...]:
     """Names of the shapes shipped in ``fake_hw/profiles``, sorted."""
-    folder = resources.files("fake_hw") / "profiles"
+    folder = resources.files("drakit.fake_hw") / "profiles"
     return tuple(sorted(p.name[: -len(".yaml")] for p in folder.iterdir()
                         if p.name.endswith(".yaml")))
 
@@ -240,7 +240,7 @@ def load_shape(name_or_path: str | Path) -> Shape:
         return shape_from_text(text, str(path))
     if text_path not in bundled_shapes():
         raise ShapeError(f"unknown shape {text_path!r} (bundled: {', '.join(bundled_shapes())})")
-    resource = resources.files("fake_hw") / "profiles" / f"{text_path}.yaml"
+    resource = resources.files("drakit.fake_hw") / "profiles" / f"{text_path}.yaml"
     return shape_from_text(resource.read_text(encoding="utf-8"), f"fake_hw/profiles/{text_path}.yaml")
 
 

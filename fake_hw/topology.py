@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fake_hw.shapes import MAX_DEVICES_PER_ROOT, Shape
+from drakit.fake_hw.shapes import MAX_DEVICES_PER_ROOT, Shape
 
 _ROOTS_PER_DOMAIN = 14
 

@@ -412,8 +412,8 @@ def render_all(results: Mapping[str, Any], out_dir: Path) -> dict[str, Path]:
 
     Returns ``{"html": path, "junit": path}``. ``results.json`` itself is the caller's to write.
     """
-    from reports.html import render_html
-    from reports.junit import render_junit
+    from drakit.reports.html import render_html
+    from drakit.reports.junit import render_junit
 
     validate_results(results)
     out_dir = Path(out_dir)

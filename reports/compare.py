@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from reports import (
+from drakit.reports import (
     SYMBOLS,
     backend_order,
     clean_strings,
@@ -247,7 +247,7 @@ def build_compare_view(comparison: Mapping[str, Any]) -> dict[str, Any]:
 
 def render_compare_html(comparison: Mapping[str, Any]) -> str:
     """``compare.html``: one self-contained page, autoescaped."""
-    from reports.html import jinja_environment
+    from drakit.reports.html import jinja_environment
 
     template = jinja_environment().get_template("compare.html.j2")
     return template.render(**build_compare_view(comparison))

@@ -28,7 +28,7 @@ from typing import Any
 
 import jinja2
 
-from reports import (
+from drakit.reports import (
     SKIP_CATEGORIES,
     SYMBOLS,
     backend_order,

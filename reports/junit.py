@@ -17,7 +17,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from typing import Any
 
-from reports import backend_order, first_line, is_load_error, sorted_cases
+from drakit.reports import backend_order, first_line, is_load_error, sorted_cases
 
 __all__ = ["render_junit", "NO_FEATURE_SUITE"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reports import (
+from drakit.reports import (
     STATUSES,
     clean_strings,
     count_statuses,

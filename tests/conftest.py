@@ -12,5 +12,5 @@ def _stop_fake_nodes() -> Iterator[None]:
     """Tests that run cases without the drakit plugin (e.g. ``run_case`` directly) start the
     reference backend's fake nodes; stop them, and remove their socket folders, at the end."""
     yield
-    from conformance.backends import noderuntime
+    from drakit.conformance.backends import noderuntime
     noderuntime.shutdown()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from conformance.backends.caselog import CaseLog, control_plane_lines
+from drakit.conformance.backends.caselog import CaseLog, control_plane_lines
 
 
 def test_case_log_keeps_drakit_records_while_open_and_only_the_newest() -> None:

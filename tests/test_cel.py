@@ -9,11 +9,11 @@ from typing import Union
 
 import pytest
 
-from conformance.cel import (COST_LIMIT_TEXT, ENGINE_BUDGET_TEXT, MAX_COST, MAX_EXPRESSION_LENGTH, CelCompileError,
+from drakit.conformance.cel import (COST_LIMIT_TEXT, ENGINE_BUDGET_TEXT, MAX_COST, MAX_EXPRESSION_LENGTH, CelCompileError,
                              CelDevice, CelRuntimeError, CelUnsupportedError, EncodedDevice, Selector,
                              compile_selector, encode_device, validate_expression)
-from conformance.model.attributes import AttributeValue as A
-from conformance.quantity import Quantity
+from drakit.conformance.model.attributes import AttributeValue as A
+from drakit.conformance.quantity import Quantity
 
 G = 'device.attributes["gpu.example.com"]'
 CAP = 'device.capacity["gpu.example.com"]'

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from fake_hw.faults import FAULT_TAINT_KEY, Fault, Taint, device_taints
-from fake_hw.identity import device_mac, device_uuid
-from fake_hw.inventory import build_inventory
-from fake_hw.shapes import ShapeError, bundled_shapes, load_shape, shape_from_text
-from fake_hw.vendors import ACME, NOVA, NUMA_NODE, PCIE_ROOT, SWIFT, VENDORS, find_vendor
+from drakit.fake_hw.faults import FAULT_TAINT_KEY, Fault, Taint, device_taints
+from drakit.fake_hw.identity import device_mac, device_uuid
+from drakit.fake_hw.inventory import build_inventory
+from drakit.fake_hw.shapes import ShapeError, bundled_shapes, load_shape, shape_from_text
+from drakit.fake_hw.vendors import ACME, NOVA, NUMA_NODE, PCIE_ROOT, SWIFT, VENDORS, find_vendor
 
 REQUIRED_SHAPES = ("server-8gpu", "small-1gpu", "nova-4gpu", "acme-partitionable")
 

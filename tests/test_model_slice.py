@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from conformance.errors import FieldError
-from conformance.model import parse_object
-from conformance.quantity import Quantity
+from drakit.conformance.errors import FieldError
+from drakit.conformance.model import parse_object
+from drakit.conformance.quantity import Quantity
 
 
 def _slice(device: dict[str, Any]) -> dict[str, Any]:

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from conformance.backends import noderuntime
-from conformance.backends.reference import ReferenceBackend
-from conformance.cases.loader import load_file
-from conformance.cases.runner import run_case
-from fake_driver.profile import load_profile
+from drakit.conformance.backends import noderuntime
+from drakit.conformance.backends.reference import ReferenceBackend
+from drakit.conformance.cases.loader import load_file
+from drakit.conformance.cases.runner import run_case
+from drakit.fake_driver.profile import load_profile
 
 SUITE = Path(__file__).resolve().parents[1] / "conformance" / "suites" / "core" / "template-claims.case.yaml"
 
@@ -80,7 +80,7 @@ def test_without_the_feature_no_metadata_file_is_written(case) -> None:  # type:
 
 
 def test_without_the_node_side_device_metadata_is_a_harness_error(case) -> None:  # type: ignore[no-untyped-def]
-    from conformance.backends.base import HarnessError
+    from drakit.conformance.backends.base import HarnessError
     session = ReferenceBackend(node_side=False).open(case)
     with pytest.raises(HarnessError, match="node side"):
         session.device_metadata("c", "r")
@@ -111,7 +111,7 @@ def _pod(**status: object) -> dict:  # type: ignore[type-arg]
 
 
 def test_pod_claims_follow_the_kubelets_naming_rules() -> None:
-    from clusters.nodeagent.podclaims import ClaimRef, NotReady, is_done, pod_claims, uses_claims
+    from drakit.clusters.nodeagent.podclaims import ClaimRef, NotReady, is_done, pod_claims, uses_claims
     with pytest.raises(NotReady, match="'tmpl' has not been created yet"):
         pod_claims(_pod())
     pod = _pod(resourceClaimStatuses=[{"name": "tmpl", "resourceClaimName": "p-tmpl-x"}],
@@ -124,7 +124,7 @@ def test_pod_claims_follow_the_kubelets_naming_rules() -> None:
 
 
 def test_claim_checks_owner_and_reservation_like_the_kubelet() -> None:
-    from clusters.nodeagent.podclaims import ClaimRef, claim_error
+    from drakit.clusters.nodeagent.podclaims import ClaimRef, claim_error
     pod = _pod()
     mine = {"metadata": {"name": "c", "namespace": "ns", "uid": "c-uid",
                          "ownerReferences": [{"kind": "Pod", "name": "p", "uid": "pod-uid", "controller": True}]},
@@ -141,7 +141,7 @@ def test_claim_checks_owner_and_reservation_like_the_kubelet() -> None:
 
 
 def test_metadata_files_are_read_as_json_streams() -> None:
-    from clusters.nodeagent.localnode import read_json_stream
+    from drakit.clusters.nodeagent.localnode import read_json_stream
     assert read_json_stream('{\n "a": 1\n}\n{"b": [2]}\n\n') == [{"a": 1}, {"b": [2]}]
     assert read_json_stream("") == []
     with pytest.raises(ValueError):
@@ -159,8 +159,8 @@ def test_metadata_files_are_read_as_json_streams() -> None:
 def test_api_flags_with_bad_input_give_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     import argparse
 
-    from clusters.nodeagent import cli as agent_cli
-    from fake_driver import cli as driver_cli
+    from drakit.clusters.nodeagent import cli as agent_cli
+    from drakit.fake_driver import cli as driver_cli
     module = agent_cli if argv[0] == "node-agent" else driver_cli
     parser = argparse.ArgumentParser(prog="drakit")
     module.add_parsers(parser.add_subparsers(dest="command", required=True))

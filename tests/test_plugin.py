@@ -9,7 +9,7 @@ import pytest
 
 # pytester's in-process runs drop modules first imported during a run; a pybind11 extension
 # cannot be imported twice, so load the CEL engine before any run.
-import conformance.cel  # noqa: F401
+import drakit.conformance.cel  # noqa: F401
 
 pytest_plugins = ["pytester"]
 
@@ -110,7 +110,7 @@ def test_a_case_the_harness_cannot_set_up_is_an_error_in_results(pytester: pytes
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Results are never lost: a backend that fails while opening a case records that case as
     an error with the reason, and the other cases still run."""
-    from conformance.backends.reference import ReferenceBackend
+    from drakit.conformance.backends.reference import ReferenceBackend
 
     real_open = ReferenceBackend.open
 

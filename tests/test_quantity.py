@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.quantity import ERR_FORMAT, ERR_NUMERIC, ERR_SUFFIX, MAX_INT64, Quantity
+from drakit.conformance.quantity import ERR_FORMAT, ERR_NUMERIC, ERR_SUFFIX, MAX_INT64, Quantity
 
 
 @pytest.mark.parametrize("text, value, fmt", [

@@ -33,16 +33,14 @@ from typing import Any, Callable
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # running from a checkout without an installed drakit
-    sys.path.insert(0, str(ROOT))
 
-import reports  # noqa: E402
-from reports import ResultsError, compute_summary, compute_verdict, load_results, render_all, validate_results  # noqa: E402
-from reports import clean_text, divergences, matrix_backends, redact, redact_command  # noqa: E402
-import reports.html as reports_html  # noqa: E402
-from reports.html import render_html  # noqa: E402
-from reports.junit import NO_FEATURE_SUITE, render_junit  # noqa: E402
-from reports.text import render_summary  # noqa: E402
+from drakit import reports  # noqa: E402
+from drakit.reports import ResultsError, compute_summary, compute_verdict, load_results, render_all, validate_results  # noqa: E402
+from drakit.reports import clean_text, divergences, matrix_backends, redact, redact_command  # noqa: E402
+import drakit.reports.html as reports_html  # noqa: E402
+from drakit.reports.html import render_html  # noqa: E402
+from drakit.reports.junit import NO_FEATURE_SUITE, render_junit  # noqa: E402
+from drakit.reports.text import render_summary  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures" / "results"
 GOLDEN = Path(__file__).parent / "golden"
@@ -253,12 +251,11 @@ def test_render_all_refuses_invalid_results(tmp_path: Path, mixed: dict[str, Any
 
 _RENDER_SCRIPT = """
 import hashlib, sys
-sys.path.insert(0, sys.argv[1])
-from reports import load_results
-from reports.html import render_html
-from reports.junit import render_junit
-from reports.text import render_summary
-from reports.compare import compare_results, render_compare_html, render_compare_text
+from drakit.reports import load_results
+from drakit.reports.html import render_html
+from drakit.reports.junit import render_junit
+from drakit.reports.text import render_summary
+from drakit.reports.compare import compare_results, render_compare_html, render_compare_text
 r = load_results(sys.argv[2])
 other = load_results(sys.argv[3])
 c = compare_results(other, r)
@@ -666,7 +663,7 @@ def test_quiet_summary_has_no_matrix(mixed: dict[str, Any]) -> None:
 
 
 def test_progress_line() -> None:
-    from reports.text import progress_line
+    from drakit.reports.text import progress_line
     assert progress_line(7, 70, {"passed": 6, "failed": 1}, color=False) == \
         "[ 7/70]  6 passed  1 failed  0 error  0 skipped"
     assert progress_line(3, None, {}, color=False) == "[3]  0 passed  0 failed  0 error  0 skipped"
@@ -677,7 +674,7 @@ def test_progress_line() -> None:
 # ------------------------------------------------------------------------------------ merging node-check cases
 
 def test_merge_node_check_cases_adds_a_column(mixed: dict[str, Any]) -> None:
-    from reports import merge_cases
+    from drakit.reports import merge_cases
     base = fixture("all-passed")
     node_cases = [c for c in mixed["cases"] if c["backend"] == "node-plugin"]
     merged = merge_cases(base, node_cases)

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from reports import compute_summary, compute_verdict, load_results, validate_results
-from reports.html import MAX_DETAILED_FAILURES, SIZE_BUDGET, render_html
-from reports.junit import render_junit
+from drakit.reports import compute_summary, compute_verdict, load_results, validate_results
+from drakit.reports.html import MAX_DETAILED_FAILURES, SIZE_BUDGET, render_html
+from drakit.reports.junit import render_junit
 
 FIXTURES = Path(__file__).parent / "fixtures" / "results"
 CASES = 1000

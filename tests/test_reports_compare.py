@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from reports import compute_summary, compute_verdict, load_results, validate_results
-from reports.compare import (
+from drakit.reports import compute_summary, compute_verdict, load_results, validate_results
+from drakit.reports.compare import (
     CHANGE_GROUPS,
     compare_results,
     gate_exit_code,
@@ -154,7 +154,7 @@ def test_compare_html_is_self_contained_and_escaped(old: dict[str, Any], new: di
 
 def _drakit(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NO_COLOR": "1"}
-    return subprocess.run([sys.executable, "-m", "conformance.cli", *args], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "drakit.conformance.cli", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)
 
 

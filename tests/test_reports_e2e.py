@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
-from reports import load_results
-from reports.html import render_html
-from reports.junit import render_junit
-from reports.text import render_summary
+from drakit.reports import load_results
+from drakit.reports.html import render_html
+from drakit.reports.junit import render_junit
+from drakit.reports.text import render_summary
 from tests.test_reports import junit_schema
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,7 +64,7 @@ FIXED_TIME = "2026-01-01T00:00:00Z"
 def drakit(*args: str, cwd: Path, seed: str = "0") -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONHASHSEED": seed}
     env.pop("NO_COLOR", None)
-    return subprocess.run([sys.executable, "-m", "conformance.cli", *args], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "drakit.conformance.cli", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=600)
 
 

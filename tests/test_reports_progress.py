@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from conformance.results import ProgressReporter, progress_mode
+from drakit.conformance.results import ProgressReporter, progress_mode
 
 
 def report(n: int, status: str, when: str = "call", *, cid: str | None = None,

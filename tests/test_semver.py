@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.semver import Semver
+from drakit.conformance.semver import Semver
 
 
 @pytest.mark.parametrize("text, parts, pre, build", [

@@ -11,13 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fake_driver.classes import device_classes
-from fake_driver.profile import ProfileError, load_profile, load_vendor_profile
-from fake_driver.slices import publish_slices, split_devices, uses_advanced_features
-from fake_hw.faults import Fault
-from fake_hw.inventory import build_inventory
-from fake_hw.shapes import bundled_shapes, shape_from_text
-from fake_hw.vendors import ACME, NOVA, SWIFT, VENDORS
+from drakit.fake_driver.classes import device_classes
+from drakit.fake_driver.profile import ProfileError, load_profile, load_vendor_profile
+from drakit.fake_driver.slices import publish_slices, split_devices, uses_advanced_features
+from drakit.fake_hw.faults import Fault
+from drakit.fake_hw.inventory import build_inventory
+from drakit.fake_hw.shapes import bundled_shapes, shape_from_text
+from drakit.fake_hw.vendors import ACME, NOVA, SWIFT, VENDORS
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")

@@ -22,12 +22,12 @@ import jsonschema
 import pytest
 import yaml
 
-from clusters.local.pytest_fixture import local_cluster, local_cluster_factory  # noqa: F401
-from conformance.backends.base import HarnessError
-from conformance.backends.kubeconfig import KubeconfigError, resolve_kubeconfig
-from conformance.cases.loader import load_file, load_text
-from conformance.cases.needs import vendor_unmet
-from fake_driver.profile import SCHEMA_PATH, ProfileError, load_profile, load_vendor_profile
+from drakit.clusters.local.pytest_fixture import local_cluster, local_cluster_factory  # noqa: F401
+from drakit.conformance.backends.base import HarnessError
+from drakit.conformance.backends.kubeconfig import KubeconfigError, resolve_kubeconfig
+from drakit.conformance.cases.loader import load_file, load_text
+from drakit.conformance.cases.needs import vendor_unmet
+from drakit.fake_driver.profile import SCHEMA_PATH, ProfileError, load_profile, load_vendor_profile
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "vendor-example.yaml"
@@ -38,7 +38,7 @@ CORE_FILES = [SUITES / "core" / "template-claims.case.yaml", SUITES / "core" / "
 
 
 def drakit(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "conformance.cli", *args], cwd=cwd, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "drakit.conformance.cli", *args], cwd=cwd, capture_output=True,
                           text=True, timeout=600, env=env)
 
 
@@ -276,8 +276,8 @@ def test_a_bad_kubeconfig_is_one_line_and_exit_2(tmp_path: Path) -> None:
 
 
 def test_gates_are_inferred_by_dry_run(local_cluster_factory: Any) -> None:
-    from conformance.backends.cluster import KubeApi
-    from conformance.backends.discovery import PROBES, discover
+    from drakit.conformance.backends.cluster import KubeApi
+    from drakit.conformance.backends.discovery import PROBES, discover
     off = ("DRAListTypeAttributes", "DRAConsumableCapacity", "DRADeviceBindingConditions", "DRADerivedAttributes",
            "DRAFractionalCapacityRange")
     cluster = local_cluster_factory(gates={g: False for g in off})
@@ -293,8 +293,8 @@ def test_gates_are_inferred_by_dry_run(local_cluster_factory: Any) -> None:
 
 
 def test_install_driver_waits_for_slices_and_removes_what_it_created(local_cluster: Any) -> None:
-    from conformance.backends.cluster import KubeApi
-    from conformance.backends.install import install_fake_driver
+    from drakit.conformance.backends.cluster import KubeApi
+    from drakit.conformance.backends.install import install_fake_driver
     api = KubeApi(str(local_cluster.kubeconfig))
     # kwok nodes run no containers, so the driver never publishes: the wait fails and cleans up
     with pytest.raises(HarnessError, match="no ResourceSlice from gpu.acme.example.com within 2 s"):
@@ -321,8 +321,8 @@ def test_install_driver_waits_for_slices_and_removes_what_it_created(local_clust
 
 
 def test_report_shows_the_cluster_environment_escaped() -> None:
-    from reports import load_results
-    from reports.html import render_html
+    from drakit.reports import load_results
+    from drakit.reports.html import render_html
     results = load_results(ROOT / "tests" / "fixtures" / "results" / "all-passed.json")
     evil = "<script>alert(1)</script>"
     results["environment"]["vendor"] = {"name": f"v{evil}", "file": "v.yaml", "drivers": [f"d{evil}"],
@@ -341,7 +341,7 @@ def test_report_shows_the_cluster_environment_escaped() -> None:
 
 def test_discovery_knows_kinds_whose_plural_is_not_kind_plus_s() -> None:
     """DeviceClass is served as "deviceclasses": a served kind must never read as unserved."""
-    from conformance.backends.discovery import served_resources, Discovery
+    from drakit.conformance.backends.discovery import served_resources, Discovery
 
     docs = {"/apis": {"groups": [{"name": "resource.k8s.io", "versions": [{"groupVersion": "resource.k8s.io/v1"}]}]},
             "/apis/resource.k8s.io/v1": {"resources": [

@@ -22,9 +22,9 @@ from typing import Any
 
 import yaml
 
-from clusters.local.gates import GateError, parse_gate_string
-from clusters.local.launcher import RUNTIME_CONFIG
-from conformance.features import DEFAULT_GATES, LOCKED_GATES, unmet_dependencies
+from drakit.clusters.local.gates import GateError, parse_gate_string
+from drakit.clusters.local.launcher import RUNTIME_CONFIG
+from drakit.conformance.features import DEFAULT_GATES, LOCKED_GATES, unmet_dependencies
 
 API_VERSION = "kind.x-k8s.io/v1alpha4"
 DEFAULT_NAME = "drakit"

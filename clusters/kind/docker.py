@@ -10,7 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import fake_driver
+from drakit import fake_driver
 
 DOCKERFILE = "fake_driver/Dockerfile"
 

@@ -91,7 +91,7 @@ def _progress_of(obj: Mapping[str, Any]) -> str:
 
 
 def _message(exc: BaseException) -> str:
-    from clusters.kind.docker import one_line
-    from conformance.errors import api_error_message
+    from drakit.clusters.kind.docker import one_line
+    from drakit.conformance.errors import api_error_message
 
     return one_line(api_error_message(exc))

@@ -22,11 +22,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from clusters.kind import config as kindconfig
-from clusters.kind import docker, install
-from clusters.local.launcher import ClusterError, default_run_dir
-from fake_driver.cli import DEFAULT_SHAPE
-from fake_driver.deploy import DEFAULT_IMAGE, manifests
+from drakit.clusters.kind import config as kindconfig
+from drakit.clusters.kind import docker, install
+from drakit.clusters.local.launcher import ClusterError, default_run_dir
+from drakit.fake_driver.cli import DEFAULT_SHAPE
+from drakit.fake_driver.deploy import DEFAULT_IMAGE, manifests
 
 __all__ = ["ClusterError", "KindCluster", "preflight_problems"]
 

@@ -11,7 +11,7 @@ This generator reads the tag's own go.mod (as served by the Go module proxy, thr
 
 Usage::
 
-    python -m clusters.local.genmod [--version v1.37.2] [--write]
+    python -m drakit.clusters.local.genmod [--version v1.37.2] [--write]
 
 ``--write`` writes ``clusters/local/k8sbins/go.mod`` and runs ``go mod tidy`` there so
 that ``go.sum`` is complete; both files are committed.

@@ -32,9 +32,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from clusters.local import build as buildmod
-from clusters.local import gates as gatesmod
-from clusters.local import kwokconfig, pki, procs
+from drakit.clusters.local import build as buildmod
+from drakit.clusters.local import gates as gatesmod
+from drakit.clusters.local import kwokconfig, pki, procs
 
 RUNTIME_CONFIG = (
     "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true,"

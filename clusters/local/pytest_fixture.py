@@ -2,7 +2,7 @@
 
 Use from a conftest.py::
 
-    from clusters.local.pytest_fixture import local_cluster, local_cluster_factory  # noqa: F401
+    from drakit.clusters.local.pytest_fixture import local_cluster, local_cluster_factory  # noqa: F401
 
 ``local_cluster`` is one cluster per session (every DRA gate on, stage set "on-bind").
 ``local_cluster_factory(**kwargs)`` starts extra clusters (e.g. ``stage_set="prepared"``)
@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from clusters.local import build
-from clusters.local.launcher import LocalCluster
+from drakit.clusters.local import build
+from drakit.clusters.local.launcher import LocalCluster
 
 
 def skip_reason() -> str | None:

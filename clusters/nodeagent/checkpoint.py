@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fake_driver.plugin.files import atomic_write
+from drakit.fake_driver.plugin.files import atomic_write
 
 from .client import DeviceResult
 

@@ -48,7 +48,7 @@ def add_parsers(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
-    from fake_driver.plugin.claims import ClaimSourceError, load_claim_documents
+    from drakit.fake_driver.plugin.claims import ClaimSourceError, load_claim_documents
 
     from .agent import NodeAgent
 
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         if args.prepare is not None:
             print("drakit node-agent: --prepare and --kubeconfig/--in-cluster exclude each other", file=sys.stderr)
             return EXIT_USAGE
-        from fake_driver.kube import Kube, KubeError, load_api_client
+        from drakit.fake_driver.kube import Kube, KubeError, load_api_client
         try:
             kube = Kube(load_api_client(args.kubeconfig, in_cluster=args.in_cluster))
         except KubeError as err:
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     runtime = None
     try:
         if kube is not None:
-            from fake_driver.kube import KubeError
+            from drakit.fake_driver.kube import KubeError
 
             from .kube import KubeNodeRuntime
             runtime = KubeNodeRuntime(kube, {args.node: agent}, namespace=args.namespace)

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import grpc
 
-from fake_driver._gen import (dra_health_v1_pb2, dra_health_v1_pb2_grpc, dra_health_v1alpha1_pb2,
+from drakit.fake_driver._gen import (dra_health_v1_pb2, dra_health_v1_pb2_grpc, dra_health_v1alpha1_pb2,
                               dra_health_v1alpha1_pb2_grpc, dra_v1_pb2, dra_v1_pb2_grpc,
                               dra_v1beta1_pb2, dra_v1beta1_pb2_grpc, pluginregistration_v1_pb2,
                               pluginregistration_v1_pb2_grpc)

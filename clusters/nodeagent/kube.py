@@ -30,8 +30,8 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from clusters.local.kwokconfig import PREPARED_ANNOTATION
-from fake_driver.kube import Informer, Kube, KubeError, claim_path
+from drakit.clusters.local.kwokconfig import PREPARED_ANNOTATION
+from drakit.fake_driver.kube import Informer, Kube, KubeError, claim_path
 
 from .podclaims import NotReady, allocated_drivers, claim_error, describe, is_done, pod_claims, uses_claims
 

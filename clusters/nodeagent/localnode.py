@@ -28,9 +28,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Collection, Mapping, Sequence
 
-from fake_driver.plugin import FakePlugin, FunctionClaimSource, PluginConfig, metadata
-from fake_driver.plugin.publisher import CallbackSlicePublisher
-from fake_hw.inventory import NodeInventory
+from drakit.fake_driver.plugin import FakePlugin, FunctionClaimSource, PluginConfig, metadata
+from drakit.fake_driver.plugin.publisher import CallbackSlicePublisher
+from drakit.fake_hw.inventory import NodeInventory
 
 from .agent import NodeAgent, PodResult
 

@@ -369,7 +369,7 @@ class ClusterBackend:
         from .discovery import discover
         from .localtarget import Alternate, LocalTarget, Target
         if self.local:
-            from clusters.local.gates import GateError, parse_gate_string
+            from drakit.clusters.local.gates import GateError, parse_gate_string
             try:
                 requested = parse_gate_string(opt("--drakit-feature-gates") or "")
             except GateError as exc:
@@ -456,7 +456,7 @@ class ClusterBackend:
                            "metadata": {"name": ns, "labels": {**case.namespace_labels, RUN_LABEL: self.run_id}}})
             for obj in hardware_objects(case):
                 if obj["kind"] == "Node":
-                    from clusters.local.kwokconfig import fake_node
+                    from drakit.clusters.local.kwokconfig import fake_node
                     node = fake_node(obj["metadata"]["name"], obj["metadata"].get("labels"),
                                      allocatable=(obj.get("status") or {}).get("allocatable"))
                     session.apply(node)

@@ -16,11 +16,11 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping
 
-from clusters.nodeagent import LocalNode
-from clusters.nodeagent.kube import KubeNodeRuntime
-from fake_driver.kube import Kube, KubeClaimSource
-from fake_hw.inventory import build_inventory
-from fake_hw.vendors import VENDORS
+from drakit.clusters.nodeagent import LocalNode
+from drakit.clusters.nodeagent.kube import KubeNodeRuntime
+from drakit.fake_driver.kube import Kube, KubeClaimSource
+from drakit.fake_hw.inventory import build_inventory
+from drakit.fake_hw.vendors import VENDORS
 
 from ..cases.model import Case
 from .base import HarnessError

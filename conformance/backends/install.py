@@ -71,7 +71,7 @@ def install_fake_driver(api: Any, *, image: str | None = None, drivers: Sequence
     """Apply the fake driver's manifests and wait for a ResourceSlice of every driver; on any
     failure what was created is removed again and HarnessError says what went wrong."""
     if manifests is None:
-        from fake_driver.deploy import manifests as bundled
+        from drakit.fake_driver.deploy import manifests as bundled
         manifests = bundled
     kwargs: dict[str, Any] = {"drivers": list(drivers) if drivers else None}
     if image:
@@ -100,7 +100,7 @@ def install_fake_driver(api: Any, *, image: str | None = None, drivers: Sequence
 
 
 def _fake_drivers() -> set[str]:
-    from fake_driver.profile import fake_driver_names
+    from drakit.fake_driver.profile import fake_driver_names
     return set(fake_driver_names())
 
 

@@ -142,7 +142,7 @@ def client_configuration(target: KubeTarget) -> Any:
                                  client_configuration=cfg, persist_config=False)
     except Exception as exc:
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        from reports import redact
+        from drakit.reports import redact
         shown = redact({"message": text[:200]})[0].get("message", "")
         raise KubeconfigError(f"kubeconfig {', '.join(map(str, target.files))}: context {target.context!r}: "
                               f"{type(exc).__name__}: {shown}") from None

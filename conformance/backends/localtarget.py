@@ -39,8 +39,8 @@ class LocalTarget(Target):
     defaults; :meth:`stop` stops its node side, then the cluster."""
 
     def __init__(self, requested: Mapping[str, bool]) -> None:
-        from clusters.local.kwokconfig import PREPARED
-        from clusters.local.launcher import ClusterError, LocalCluster
+        from drakit.clusters.local.kwokconfig import PREPARED
+        from drakit.clusters.local.launcher import ClusterError, LocalCluster
         self.requested = dict(requested)
         self.cluster = LocalCluster(gates=self.requested or None, stage_set=PREPARED)
         try:
@@ -97,8 +97,8 @@ class Alternate:
             return gate in DEFAULT_GATES
         others = tuple(sorted((together or {}).items()))
         if (gate, value, others) not in self._accepted:
-            from clusters.local.gates import probe_gate
-            from clusters.local.launcher import KUBE_COMPONENTS
+            from drakit.clusters.local.gates import probe_gate
+            from drakit.clusters.local.launcher import KUBE_COMPONENTS
             self._accepted[gate, value, others] = any(
                 probe_gate(self.bin_dir / b, gate, value) or (bool(others) and probe_gate(self.bin_dir / b, gate, value, dict(others)))
                 for b in KUBE_COMPONENTS)

@@ -48,8 +48,8 @@ def _local_node(node: str, shape: str, optional_ops: bool, device_metadata: bool
     key = (node, shape, optional_ops, device_metadata)
     ln = _NODES.get(key)
     if ln is None:
-        from clusters.nodeagent import LocalNode
-        from fake_hw.inventory import build_inventory
+        from drakit.clusters.nodeagent import LocalNode
+        from drakit.fake_hw.inventory import build_inventory
         ln = LocalNode(build_inventory(shape, node), lambda ns, name: _ROUTER.get(ns, name),
                        optional_node_operations=optional_ops, check_reserved=False,
                        device_metadata=device_metadata, write_status=lambda *a: _ROUTER.write(*a))
@@ -80,7 +80,7 @@ class NodeRuntime:
         """Write the held ``status.devices`` entries through the status subresource, as the
         driver would have; a claim that went away or was replaced is skipped (best effort, like
         the driver's own writes). Writes made meanwhile are flushed too."""
-        from fake_driver.plugin.claims import merge_device_status
+        from drakit.fake_driver.plugin.claims import merge_device_status
 
         from ..errors import ApiRejected
         while True:

@@ -163,9 +163,9 @@ def needs_device_metadata(case: Case) -> bool:
 
 def hardware_objects(case: Case) -> list[dict[str, Any]]:
     """Nodes, DeviceClasses and ResourceSlices for the case's fake hardware."""
-    from fake_driver.classes import device_classes
-    from fake_driver.slices import publish_slices
-    from fake_hw.inventory import build_inventory
+    from drakit.fake_driver.classes import device_classes
+    from drakit.fake_driver.slices import publish_slices
+    from drakit.fake_hw.inventory import build_inventory
 
     out: list[dict[str, Any]] = []
     if case.nodes and case.install_classes:
@@ -205,9 +205,9 @@ class FaultState:
         self.faults: dict[str, list[Any]] = {}
 
     def inject(self, node: str, device: str, kind: str, effect: str) -> list[dict[str, Any]]:
-        from fake_driver.slices import publish_slices
-        from fake_hw.faults import Fault
-        from fake_hw.inventory import build_inventory
+        from drakit.fake_driver.slices import publish_slices
+        from drakit.fake_hw.faults import Fault
+        from drakit.fake_hw.inventory import build_inventory
         shape = self.shapes.get(node)
         if shape is None:
             raise KeyError(f"node {node!r} has no fake hardware in this case")

@@ -34,7 +34,7 @@ def add_parsers(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
-    from fake_driver.plugin.claims import ClaimSourceError, load_claim_documents
+    from drakit.fake_driver.plugin.claims import ClaimSourceError, load_claim_documents
 
     from .checks import NodeCheck, Options, render_text
 

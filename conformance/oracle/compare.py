@@ -409,7 +409,7 @@ def compare_inputs(oracle: Any, inputs: Sequence[Mapping[str, Any]], **kw: Any) 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m conformance.oracle.compare INPUT.json...``: compare inputs given as JSON files
+    """``python -m drakit.conformance.oracle.compare INPUT.json...``: compare inputs given as JSON files
     (one input, a list of inputs, or JSON lines) and print the differences."""
     import argparse
     import sys

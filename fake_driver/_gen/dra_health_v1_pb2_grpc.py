@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from fake_driver._gen import dra_health_v1_pb2 as fake__driver_dot___gen_dot_dra__health__v1__pb2
+from drakit.fake_driver._gen import dra_health_v1_pb2 as drakit_dot_fake__driver_dot___gen_dot_dra__health__v1__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -18,7 +18,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in fake_driver/_gen/dra_health_v1_pb2_grpc.py depends on'
+        + ' but the generated code in drakit/fake_driver/_gen/dra_health_v1_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -36,8 +36,8 @@ class DRAResourceHealthStub:
         """
         self.NodeWatchResources = channel.unary_stream(
                 '/v1.DRAResourceHealth/NodeWatchResources',
-                request_serializer=fake__driver_dot___gen_dot_dra__health__v1__pb2.NodeWatchResourcesRequest.SerializeToString,
-                response_deserializer=fake__driver_dot___gen_dot_dra__health__v1__pb2.NodeWatchResourcesResponse.FromString,
+                request_serializer=drakit_dot_fake__driver_dot___gen_dot_dra__health__v1__pb2.NodeWatchResourcesRequest.SerializeToString,
+                response_deserializer=drakit_dot_fake__driver_dot___gen_dot_dra__health__v1__pb2.NodeWatchResourcesResponse.FromString,
                 _registered_method=True)
 
 
@@ -55,8 +55,8 @@ def add_DRAResourceHealthServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'NodeWatchResources': grpc.unary_stream_rpc_method_handler(
                     servicer.NodeWatchResources,
-                    request_deserializer=fake__driver_dot___gen_dot_dra__health__v1__pb2.NodeWatchResourcesRequest.FromString,
-                    response_serializer=fake__driver_dot___gen_dot_dra__health__v1__pb2.NodeWatchResourcesResponse.SerializeToString,
+                    request_deserializer=drakit_dot_fake__driver_dot___gen_dot_dra__health__v1__pb2.NodeWatchResourcesRequest.FromString,
+                    response_serializer=drakit_dot_fake__driver_dot___gen_dot_dra__health__v1__pb2.NodeWatchResourcesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -84,8 +84,8 @@ class DRAResourceHealth:
             request,
             target,
             '/v1.DRAResourceHealth/NodeWatchResources',
-            fake__driver_dot___gen_dot_dra__health__v1__pb2.NodeWatchResourcesRequest.SerializeToString,
-            fake__driver_dot___gen_dot_dra__health__v1__pb2.NodeWatchResourcesResponse.FromString,
+            drakit_dot_fake__driver_dot___gen_dot_dra__health__v1__pb2.NodeWatchResourcesRequest.SerializeToString,
+            drakit_dot_fake__driver_dot___gen_dot_dra__health__v1__pb2.NodeWatchResourcesResponse.FromString,
             options,
             channel_credentials,
             insecure,

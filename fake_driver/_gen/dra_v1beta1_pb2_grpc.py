@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from fake_driver._gen import dra_v1beta1_pb2 as fake__driver_dot___gen_dot_dra__v1beta1__pb2
+from drakit.fake_driver._gen import dra_v1beta1_pb2 as drakit_dot_fake__driver_dot___gen_dot_dra__v1beta1__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -18,7 +18,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in fake_driver/_gen/dra_v1beta1_pb2_grpc.py depends on'
+        + ' but the generated code in drakit/fake_driver/_gen/dra_v1beta1_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -36,13 +36,13 @@ class DRAPluginStub:
         """
         self.NodePrepareResources = channel.unary_unary(
                 '/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodePrepareResources',
-                request_serializer=fake__driver_dot___gen_dot_dra__v1beta1__pb2.NodePrepareResourcesRequest.SerializeToString,
-                response_deserializer=fake__driver_dot___gen_dot_dra__v1beta1__pb2.NodePrepareResourcesResponse.FromString,
+                request_serializer=drakit_dot_fake__driver_dot___gen_dot_dra__v1beta1__pb2.NodePrepareResourcesRequest.SerializeToString,
+                response_deserializer=drakit_dot_fake__driver_dot___gen_dot_dra__v1beta1__pb2.NodePrepareResourcesResponse.FromString,
                 _registered_method=True)
         self.NodeUnprepareResources = channel.unary_unary(
                 '/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodeUnprepareResources',
-                request_serializer=fake__driver_dot___gen_dot_dra__v1beta1__pb2.NodeUnprepareResourcesRequest.SerializeToString,
-                response_deserializer=fake__driver_dot___gen_dot_dra__v1beta1__pb2.NodeUnprepareResourcesResponse.FromString,
+                request_serializer=drakit_dot_fake__driver_dot___gen_dot_dra__v1beta1__pb2.NodeUnprepareResourcesRequest.SerializeToString,
+                response_deserializer=drakit_dot_fake__driver_dot___gen_dot_dra__v1beta1__pb2.NodeUnprepareResourcesResponse.FromString,
                 _registered_method=True)
 
 
@@ -66,13 +66,13 @@ def add_DRAPluginServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'NodePrepareResources': grpc.unary_unary_rpc_method_handler(
                     servicer.NodePrepareResources,
-                    request_deserializer=fake__driver_dot___gen_dot_dra__v1beta1__pb2.NodePrepareResourcesRequest.FromString,
-                    response_serializer=fake__driver_dot___gen_dot_dra__v1beta1__pb2.NodePrepareResourcesResponse.SerializeToString,
+                    request_deserializer=drakit_dot_fake__driver_dot___gen_dot_dra__v1beta1__pb2.NodePrepareResourcesRequest.FromString,
+                    response_serializer=drakit_dot_fake__driver_dot___gen_dot_dra__v1beta1__pb2.NodePrepareResourcesResponse.SerializeToString,
             ),
             'NodeUnprepareResources': grpc.unary_unary_rpc_method_handler(
                     servicer.NodeUnprepareResources,
-                    request_deserializer=fake__driver_dot___gen_dot_dra__v1beta1__pb2.NodeUnprepareResourcesRequest.FromString,
-                    response_serializer=fake__driver_dot___gen_dot_dra__v1beta1__pb2.NodeUnprepareResourcesResponse.SerializeToString,
+                    request_deserializer=drakit_dot_fake__driver_dot___gen_dot_dra__v1beta1__pb2.NodeUnprepareResourcesRequest.FromString,
+                    response_serializer=drakit_dot_fake__driver_dot___gen_dot_dra__v1beta1__pb2.NodeUnprepareResourcesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -100,8 +100,8 @@ class DRAPlugin:
             request,
             target,
             '/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodePrepareResources',
-            fake__driver_dot___gen_dot_dra__v1beta1__pb2.NodePrepareResourcesRequest.SerializeToString,
-            fake__driver_dot___gen_dot_dra__v1beta1__pb2.NodePrepareResourcesResponse.FromString,
+            drakit_dot_fake__driver_dot___gen_dot_dra__v1beta1__pb2.NodePrepareResourcesRequest.SerializeToString,
+            drakit_dot_fake__driver_dot___gen_dot_dra__v1beta1__pb2.NodePrepareResourcesResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -127,8 +127,8 @@ class DRAPlugin:
             request,
             target,
             '/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodeUnprepareResources',
-            fake__driver_dot___gen_dot_dra__v1beta1__pb2.NodeUnprepareResourcesRequest.SerializeToString,
-            fake__driver_dot___gen_dot_dra__v1beta1__pb2.NodeUnprepareResourcesResponse.FromString,
+            drakit_dot_fake__driver_dot___gen_dot_dra__v1beta1__pb2.NodeUnprepareResourcesRequest.SerializeToString,
+            drakit_dot_fake__driver_dot___gen_dot_dra__v1beta1__pb2.NodeUnprepareResourcesResponse.FromString,
             options,
             channel_credentials,
             insecure,

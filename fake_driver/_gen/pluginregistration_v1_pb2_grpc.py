@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from fake_driver._gen import pluginregistration_v1_pb2 as fake__driver_dot___gen_dot_pluginregistration__v1__pb2
+from drakit.fake_driver._gen import pluginregistration_v1_pb2 as drakit_dot_fake__driver_dot___gen_dot_pluginregistration__v1__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -18,7 +18,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in fake_driver/_gen/pluginregistration_v1_pb2_grpc.py depends on'
+        + ' but the generated code in drakit/fake_driver/_gen/pluginregistration_v1_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -36,13 +36,13 @@ class RegistrationStub:
         """
         self.GetInfo = channel.unary_unary(
                 '/pluginregistration.Registration/GetInfo',
-                request_serializer=fake__driver_dot___gen_dot_pluginregistration__v1__pb2.InfoRequest.SerializeToString,
-                response_deserializer=fake__driver_dot___gen_dot_pluginregistration__v1__pb2.PluginInfo.FromString,
+                request_serializer=drakit_dot_fake__driver_dot___gen_dot_pluginregistration__v1__pb2.InfoRequest.SerializeToString,
+                response_deserializer=drakit_dot_fake__driver_dot___gen_dot_pluginregistration__v1__pb2.PluginInfo.FromString,
                 _registered_method=True)
         self.NotifyRegistrationStatus = channel.unary_unary(
                 '/pluginregistration.Registration/NotifyRegistrationStatus',
-                request_serializer=fake__driver_dot___gen_dot_pluginregistration__v1__pb2.RegistrationStatus.SerializeToString,
-                response_deserializer=fake__driver_dot___gen_dot_pluginregistration__v1__pb2.RegistrationStatusResponse.FromString,
+                request_serializer=drakit_dot_fake__driver_dot___gen_dot_pluginregistration__v1__pb2.RegistrationStatus.SerializeToString,
+                response_deserializer=drakit_dot_fake__driver_dot___gen_dot_pluginregistration__v1__pb2.RegistrationStatusResponse.FromString,
                 _registered_method=True)
 
 
@@ -66,13 +66,13 @@ def add_RegistrationServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'GetInfo': grpc.unary_unary_rpc_method_handler(
                     servicer.GetInfo,
-                    request_deserializer=fake__driver_dot___gen_dot_pluginregistration__v1__pb2.InfoRequest.FromString,
-                    response_serializer=fake__driver_dot___gen_dot_pluginregistration__v1__pb2.PluginInfo.SerializeToString,
+                    request_deserializer=drakit_dot_fake__driver_dot___gen_dot_pluginregistration__v1__pb2.InfoRequest.FromString,
+                    response_serializer=drakit_dot_fake__driver_dot___gen_dot_pluginregistration__v1__pb2.PluginInfo.SerializeToString,
             ),
             'NotifyRegistrationStatus': grpc.unary_unary_rpc_method_handler(
                     servicer.NotifyRegistrationStatus,
-                    request_deserializer=fake__driver_dot___gen_dot_pluginregistration__v1__pb2.RegistrationStatus.FromString,
-                    response_serializer=fake__driver_dot___gen_dot_pluginregistration__v1__pb2.RegistrationStatusResponse.SerializeToString,
+                    request_deserializer=drakit_dot_fake__driver_dot___gen_dot_pluginregistration__v1__pb2.RegistrationStatus.FromString,
+                    response_serializer=drakit_dot_fake__driver_dot___gen_dot_pluginregistration__v1__pb2.RegistrationStatusResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -100,8 +100,8 @@ class Registration:
             request,
             target,
             '/pluginregistration.Registration/GetInfo',
-            fake__driver_dot___gen_dot_pluginregistration__v1__pb2.InfoRequest.SerializeToString,
-            fake__driver_dot___gen_dot_pluginregistration__v1__pb2.PluginInfo.FromString,
+            drakit_dot_fake__driver_dot___gen_dot_pluginregistration__v1__pb2.InfoRequest.SerializeToString,
+            drakit_dot_fake__driver_dot___gen_dot_pluginregistration__v1__pb2.PluginInfo.FromString,
             options,
             channel_credentials,
             insecure,
@@ -127,8 +127,8 @@ class Registration:
             request,
             target,
             '/pluginregistration.Registration/NotifyRegistrationStatus',
-            fake__driver_dot___gen_dot_pluginregistration__v1__pb2.RegistrationStatus.SerializeToString,
-            fake__driver_dot___gen_dot_pluginregistration__v1__pb2.RegistrationStatusResponse.FromString,
+            drakit_dot_fake__driver_dot___gen_dot_pluginregistration__v1__pb2.RegistrationStatus.SerializeToString,
+            drakit_dot_fake__driver_dot___gen_dot_pluginregistration__v1__pb2.RegistrationStatusResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -6,7 +6,7 @@ a comment per rule, the kubelet plugin DaemonSet, the controller Deployment); th
 they come from :func:`fake_driver.classes.device_classes`, the same ones the reference backend
 uses.
 
-    from fake_driver.deploy import manifests
+    from drakit.fake_driver.deploy import manifests
     objs = manifests(image="drakit/fake-driver:dev")      # apply in this order
 
 ``drakit driver manifests`` prints the same objects as a YAML stream.
@@ -22,10 +22,10 @@ from typing import Any
 
 import yaml
 
-from fake_driver.classes import device_classes
-from fake_driver.cli import DEFAULT_SHAPE
-from fake_hw.shapes import bundled_shapes
-from fake_hw.vendors import VENDORS
+from drakit.fake_driver.classes import device_classes
+from drakit.fake_driver.cli import DEFAULT_SHAPE
+from drakit.fake_hw.shapes import bundled_shapes
+from drakit.fake_hw.vendors import VENDORS
 
 NAMESPACE = "drakit-system"
 PART_OF = {"app.kubernetes.io/part-of": "drakit"}

@@ -18,8 +18,8 @@ def _csv(text: str) -> list[str]:
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``manifests`` to the ``drakit driver`` subcommands."""
-    from fake_driver.cli import DEFAULT_SHAPE
-    from fake_driver.deploy import DEFAULT_IMAGE, KNOWN_DRIVERS
+    from drakit.fake_driver.cli import DEFAULT_SHAPE
+    from drakit.fake_driver.deploy import DEFAULT_IMAGE, KNOWN_DRIVERS
 
     p: argparse.ArgumentParser = subparsers.add_parser(
         "manifests", help="print the manifests that install the fake drivers in a cluster (YAML stream)")
@@ -32,7 +32,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fake_driver.deploy import manifests, to_yaml
+    from drakit.fake_driver.deploy import manifests, to_yaml
 
     try:
         objs = manifests(image=args.image, shape=args.hardware, drivers=args.drivers)

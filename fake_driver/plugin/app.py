@@ -20,8 +20,8 @@ import threading
 from pathlib import Path
 from typing import Any, Collection
 
-from fake_hw.faults import Fault
-from fake_hw.inventory import NodeInventory
+from drakit.fake_hw.faults import Fault
+from drakit.fake_hw.inventory import NodeInventory
 
 from ..nodeops import skip_pools
 from .claims import ClaimSource

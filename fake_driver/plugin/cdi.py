@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from fake_hw.inventory import Device
+from drakit.fake_hw.inventory import Device
 
 from .files import atomic_write
 

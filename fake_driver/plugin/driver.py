@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from fake_hw.inventory import Device, NodeInventory
+from drakit.fake_hw.inventory import Device, NodeInventory
 
 from ..status import device_status
 from . import cdi, metadata

@@ -14,8 +14,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
-from fake_hw.faults import Fault, Taint, device_taints
-from fake_hw.inventory import NodeInventory
+from drakit.fake_hw.faults import Fault, Taint, device_taints
+from drakit.fake_hw.inventory import NodeInventory
 
 MAX_MESSAGE = 1024
 DEFAULT_TIMEOUT_SECONDS = 30

@@ -18,8 +18,8 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Collection, Iterable, Protocol
 
-from fake_hw.faults import Fault
-from fake_hw.inventory import NodeInventory
+from drakit.fake_hw.faults import Fault
+from drakit.fake_hw.inventory import NodeInventory
 
 from ..nodeops import with_skip_node_operations
 from ..slices import publish_slices

@@ -2,8 +2,8 @@
 
 Usage::
 
-    python -m fake_driver.protos.regenerate          # rewrite fake_driver/_gen
-    python -m fake_driver.protos.regenerate --check  # exit 1 if the committed stubs differ
+    python -m drakit.fake_driver.protos.regenerate          # rewrite fake_driver/_gen
+    python -m drakit.fake_driver.protos.regenerate --check  # exit 1 if the committed stubs differ
 
 The stubs are committed so that installing drakit needs grpcio only; grpcio-tools is needed
 just to run this script (and its test). The generated files name the grpcio-tools and protobuf
@@ -11,7 +11,7 @@ versions they were made with, so regenerate with the pinned grpcio-tools only.
 
 The ``.proto`` files are mapped to the virtual directory ``fake_driver/_gen`` when they are
 compiled, so the generated service modules import their message modules as
-``from fake_driver._gen import ...``. The ``package`` lines inside the files, not their names,
+``from drakit.fake_driver._gen import ...``. The ``package`` lines inside the files, not their names,
 decide the gRPC method paths.
 """
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 PROTO_DIR = Path(__file__).resolve().parent
 PACKAGE_DIR = PROTO_DIR.parent / "_gen"
-VIRTUAL_DIR = "fake_driver/_gen"
+VIRTUAL_DIR = "drakit/fake_driver/_gen"
 PROTOS = (
     "pluginregistration_v1.proto",
     "dra_v1.proto",
@@ -37,7 +37,7 @@ PROTOS = (
 GENERATED_SUFFIXES = ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py")
 INIT_TEXT = '''"""Generated gRPC stubs for the kubelet plugin APIs. Do not edit.
 
-Made by ``python -m fake_driver.protos.regenerate`` from ``fake_driver/protos/*.proto``.
+Made by ``python -m drakit.fake_driver.protos.regenerate`` from ``fake_driver/protos/*.proto``.
 """
 '''
 
@@ -47,7 +47,7 @@ class GenerateError(RuntimeError):
 
 
 def generate(out_root: Path) -> list[Path]:
-    """Compile every proto into ``out_root/fake_driver/_gen``; returns the files written."""
+    """Compile every proto into ``out_root/drakit/fake_driver/_gen``; returns the files written."""
     try:
         from grpc_tools import protoc
     except ImportError as err:  # pragma: no cover - depends on the environment
@@ -103,7 +103,7 @@ def regenerate(package_dir: Path = PACKAGE_DIR) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m fake_driver.protos.regenerate",
+    parser = argparse.ArgumentParser(prog="python -m drakit.fake_driver.protos.regenerate",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true",
                         help="only compare; exit 1 when the committed stubs are out of date")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.allocator import AllocatedState, Allocator, Features, NodeInfo
-from conformance.model import parse_object
+from drakit.conformance.allocator import AllocatedState, Allocator, Features, NodeInfo
+from drakit.conformance.model import parse_object
 
 
 def device(name: str, attrs: dict[str, Any] | None = None, caps: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.allocator import AllocatedState, AllocationError, Allocator, Features, NodeAllocationError, NodeInfo
+from drakit.conformance.allocator import AllocatedState, AllocationError, Allocator, Features, NodeAllocationError, NodeInfo
 
 from .helpers import ANY, allocate, allocate_raw, claim, dclass, device, req, rslice
 
@@ -121,14 +121,14 @@ def test_derived_attribute_aligns_two_vendors_names() -> None:
 
 def test_derived_attributes_need_the_gate() -> None:
     import pytest
-    from conformance.allocator import AllocationError
+    from drakit.conformance.allocator import AllocationError
     with pytest.raises(AllocationError, match="cannot handle request with derived attributes, the feature is disabled"):
         allocate(_gpu_nic(), [_numa_claim()], classes=[GPU_CLASS, NIC_CLASS])
 
 
 def test_derived_attribute_runtime_error_is_fatal_and_names_the_device() -> None:
     import pytest
-    from conformance.allocator import AllocationError
+    from drakit.conformance.allocator import AllocationError
     bad = _numa_claim('device.attributes["gpu.example.com"].missing')
     with pytest.raises(AllocationError, match=r"evaluate derived attribute derived/numa on device gpu.example.com/pg/g0 failed: .*no such key: missing"):
         allocate(_gpu_nic(), [bad], features=DERIVED_ON, classes=[GPU_CLASS, NIC_CLASS])
@@ -136,7 +136,7 @@ def test_derived_attribute_runtime_error_is_fatal_and_names_the_device() -> None
 
 def test_derived_attribute_must_be_used_by_a_constraint() -> None:
     import pytest
-    from conformance.errors import FieldError
+    from drakit.conformance.errors import FieldError
     with pytest.raises(FieldError, match="not used by any matchAttribute or distinctAttribute constraint"):
         claim("c", req("gpu", derivedAttributes=[{"name": "derived/numa", "expression": "1"}]))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.allocator import AllocatedState, AllocationError, Features, NodeAllocationError
+from drakit.conformance.allocator import AllocatedState, AllocationError, Features, NodeAllocationError
 
 from .helpers import ANY, CLASS_A, allocate, allocate_raw, claim, dclass, device, first, req, rslice, sub
 

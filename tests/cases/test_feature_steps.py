@@ -3,11 +3,11 @@ allocatable in hardware, the extended-resource claim reference and the new asser
 
 from __future__ import annotations
 
-from fake_driver.profile import load_profile
+from drakit.fake_driver.profile import load_profile
 
-from conformance.backends.reference import ReferenceBackend
-from conformance.cases.loader import load_text
-from conformance.cases.runner import run_case
+from drakit.conformance.backends.reference import ReferenceBackend
+from drakit.conformance.cases.loader import load_text
+from drakit.conformance.cases.runner import run_case
 
 PROFILE = load_profile()
 

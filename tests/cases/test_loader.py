@@ -3,9 +3,9 @@ in the same file still load."""
 
 from __future__ import annotations
 
-from fake_driver.profile import load_profile
+from drakit.fake_driver.profile import load_profile
 
-from conformance.cases.loader import load_text
+from drakit.conformance.cases.loader import load_text
 
 PROFILE = load_profile()
 

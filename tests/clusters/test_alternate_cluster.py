@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from clusters.local.launcher import LocalCluster
-from clusters.local.pytest_fixture import skip_or_fail, skip_reason
+from drakit.clusters.local.launcher import LocalCluster
+from drakit.clusters.local.pytest_fixture import skip_or_fail, skip_reason
 
 SUITES = Path(__file__).resolve().parents[2] / "conformance" / "suites"
 CASE_FILE = SUITES / "list-attributes" / "list-attributes.case.yaml"
@@ -27,7 +27,7 @@ SELECT = "gate-off-list-values-rejected or cel-sees-lists-as-lists"
 
 def _run(out: Path, *args: str, tmpdir: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     env = {**os.environ, "TMPDIR": str(tmpdir)}  # the clusters' run dirs and the fake nodes' sockets
-    res = subprocess.run([sys.executable, "-m", "conformance.cli", "run", str(CASE_FILE), "--backend", "cluster",
+    res = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "run", str(CASE_FILE), "--backend", "cluster",
                           "-k", SELECT, "-n", "0", "--out", str(out), "--plain", *args],
                          capture_output=True, text=True, timeout=600, env=env)
     assert (out / "results.json").exists(), res.stdout[-3000:] + res.stderr[-3000:]
@@ -67,8 +67,8 @@ def test_gate_off_case_is_still_skipped_on_a_cluster_drakit_did_not_start(
 
 
 def test_gates_depending_on_a_gate_turned_off_are_turned_off_too() -> None:
-    from conformance.backends.localtarget import with_dependents_off
-    from conformance.features import DEFAULT_GATES
+    from drakit.conformance.backends.localtarget import with_dependents_off
+    from drakit.conformance.features import DEFAULT_GATES
 
     every_gate_on = {g: True for g in DEFAULT_GATES}
     off = with_dependents_off({"DRAPartitionableDevices": False}, every_gate_on, {"DRAPartitionableDevices": False})

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from clusters.local.pytest_fixture import skip_reason
+from drakit.clusters.local.pytest_fixture import skip_reason
 
 SUITES = Path(__file__).resolve().parents[2] / "conformance" / "suites"
 CASE_FILES = [SUITES / "core" / "template-claims.case.yaml", SUITES / "core" / "constraints.case.yaml",
@@ -28,7 +28,7 @@ def test_same_outcome_on_reference_and_local_cluster(tmp_path: Path) -> None:
             pytest.fail(f"DRAKIT_REQUIRE_CLUSTER=1 but {reason}")
         pytest.skip(reason)
     out = tmp_path / "out"
-    res = subprocess.run([sys.executable, "-m", "conformance.cli", "run", *map(str, CASE_FILES), "--backend",
+    res = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "run", *map(str, CASE_FILES), "--backend",
                           "reference,cluster", "--cluster", "local", "--out", str(out), "-n", "0", "--plain"],
                          capture_output=True, text=True, timeout=1200)
     results = json.loads((out / "results.json").read_text())

@@ -1,10 +1,10 @@
-"""clusters.local.gates: gate and controller names from sample --help text (no binaries needed)."""
+"""drakit.clusters.local.gates: gate and controller names from sample --help text (no binaries needed)."""
 
 from __future__ import annotations
 
 import pytest
 
-from clusters.local import gates
+from drakit.clusters.local import gates
 
 # Shape of a 1.37 component's --feature-gates help (abridged, invented names mixed in).
 HELP = """\

@@ -1,4 +1,4 @@
-"""clusters.local.genmod: the build module derived from upstream's go.mod text (no Go needed)."""
+"""drakit.clusters.local.genmod: the build module derived from upstream's go.mod text (no Go needed)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from clusters.local import genmod
+from drakit.clusters.local import genmod
 
 SAMPLE = """\
 // This is a generated file. Do not edit directly.

@@ -24,15 +24,15 @@ from typing import Any
 import pytest
 import yaml
 
-from clusters.kind import ClusterError, KindCluster, cluster_config, cluster_gates, preflight_problems
-from clusters.kind import config as kindconfig
-from clusters.kind import docker, install
-from clusters.local.gates import GateError
-from clusters.local.launcher import LocalCluster
-from conformance.cli import main as drakit
-from conformance.features import DEFAULT_GATES, LOCKED_GATES
-from fake_driver.classes import device_classes
-from fake_driver.deploy import KNOWN_DRIVERS, NAMESPACE, manifests, plugin_name
+from drakit.clusters.kind import ClusterError, KindCluster, cluster_config, cluster_gates, preflight_problems
+from drakit.clusters.kind import config as kindconfig
+from drakit.clusters.kind import docker, install
+from drakit.clusters.local.gates import GateError
+from drakit.clusters.local.launcher import LocalCluster
+from drakit.conformance.cli import main as drakit
+from drakit.conformance.features import DEFAULT_GATES, LOCKED_GATES
+from drakit.fake_driver.classes import device_classes
+from drakit.fake_driver.deploy import KNOWN_DRIVERS, NAMESPACE, manifests, plugin_name
 
 ROOT = Path(__file__).resolve().parents[2]
 ACME = "gpu.acme.example.com"

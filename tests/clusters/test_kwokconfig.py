@@ -1,11 +1,11 @@
-"""clusters.local.kwokconfig: the project's kwok Stage sets (no binaries needed)."""
+"""drakit.clusters.local.kwokconfig: the project's kwok Stage sets (no binaries needed)."""
 
 from __future__ import annotations
 
 import pytest
 import yaml
 
-from clusters.local import kwokconfig
+from drakit.clusters.local import kwokconfig
 
 
 @pytest.mark.parametrize("stage_set", sorted(kwokconfig.STAGE_SETS))

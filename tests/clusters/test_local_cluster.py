@@ -10,9 +10,9 @@ import os
 
 import pytest
 
-from clusters.local import kwokconfig, procs
-from clusters.local.launcher import LocalCluster
-from clusters.local.pytest_fixture import skip_reason
+from drakit.clusters.local import kwokconfig, procs
+from drakit.clusters.local.launcher import LocalCluster
+from drakit.clusters.local.pytest_fixture import skip_reason
 
 from .waiting import wait_for
 
@@ -196,7 +196,7 @@ def test_scheduler_allocates_claim_and_kwok_runs_pod(local_cluster_factory):
 
 
 def test_wrong_gate_name_is_a_clear_error(tmp_path):
-    from clusters.local.launcher import ClusterError
+    from drakit.clusters.local.launcher import ClusterError
 
     with pytest.raises(ClusterError, match=r"DRAPartitionableDevice\b.*did you mean DRAPartitionableDevices"):
         LocalCluster(tmp_path / "run", {"DRAPartitionableDevice": True}).up()
@@ -245,7 +245,7 @@ def test_session_cluster_template_claim_pod_runs_on_bind(local_cluster):
 
 _KILLED_OWNER = """
 import sys
-from clusters.local.launcher import LocalCluster
+from drakit.clusters.local.launcher import LocalCluster
 c = LocalCluster(sys.argv[1]).up()
 print(" ".join(str(p.pid) for p in c._procs), flush=True)
 sys.stdin.read()

@@ -26,19 +26,19 @@ from typing import Any
 
 import pytest
 
-from clusters.local import kwokconfig
-from clusters.local.pytest_fixture import skip_reason
-from clusters.nodeagent import LocalNode
-from clusters.nodeagent.checkpoint import AgentCheckpoint
-from clusters.nodeagent.kube import PREPARE_FAILED, KubeNodeRuntime
-from clusters.nodeagent.localnode import read_json_stream
-from conformance.backends.driveridentity import driver_api_client, write_kubeconfig
-from fake_driver.binding import ATTACH_FAILED, ATTACHED
-from fake_driver.classes import device_classes
-from fake_driver.kube import Kube, KubeClaimSource, controller_rules, load_api_client
-from fake_driver.plugin import metadata
-from fake_driver.slices import publish_slices
-from fake_hw.inventory import build_inventory
+from drakit.clusters.local import kwokconfig
+from drakit.clusters.local.pytest_fixture import skip_reason
+from drakit.clusters.nodeagent import LocalNode
+from drakit.clusters.nodeagent.checkpoint import AgentCheckpoint
+from drakit.clusters.nodeagent.kube import PREPARE_FAILED, KubeNodeRuntime
+from drakit.clusters.nodeagent.localnode import read_json_stream
+from drakit.conformance.backends.driveridentity import driver_api_client, write_kubeconfig
+from drakit.fake_driver.binding import ATTACH_FAILED, ATTACHED
+from drakit.fake_driver.classes import device_classes
+from drakit.fake_driver.kube import Kube, KubeClaimSource, controller_rules, load_api_client
+from drakit.fake_driver.plugin import metadata
+from drakit.fake_driver.slices import publish_slices
+from drakit.fake_hw.inventory import build_inventory
 
 from .waiting import wait_for
 
@@ -136,11 +136,11 @@ def test_claim_prepared_before_the_pod_runs_and_unprepared_before_it_goes(local_
     assert driver_kubeconfig.stat().st_mode & 0o777 == 0o600
     plugins, registry, cdi_dir, agent_state = (short_tmp / d for d in ("plugins", "registry", "cdi", "agent"))
     procs = [
-        _Proc(["fake_driver.cli", "driver", "serve", "--driver", NIC, "--node", node, "--hardware", SHAPE,
+        _Proc(["drakit.fake_driver.cli", "driver", "serve", "--driver", NIC, "--node", node, "--hardware", SHAPE,
                "--plugin-dir", str(plugins), "--registry-dir", str(registry), "--cdi-dir", str(cdi_dir),
                "--state-dir", str(short_tmp / "driver-state"), "--device-metadata",
                "--kubeconfig", str(driver_kubeconfig)], short_tmp / "driver.log"),
-        _Proc(["clusters.nodeagent.cli", "node-agent", "--registry-dir", str(registry), "--node", node,
+        _Proc(["drakit.clusters.nodeagent.cli", "node-agent", "--registry-dir", str(registry), "--node", node,
                "--state-dir", str(agent_state), "--kubeconfig", str(cluster.kubeconfig), "--namespace", NS],
               short_tmp / "agent.log"),
     ]
@@ -260,7 +260,7 @@ def test_the_controller_reports_binding_conditions_and_the_scheduler_binds(local
     kubeconfig = short_tmp / "controller.kubeconfig"
     write_kubeconfig(driver_api_client(admin, [gpu], service_account="drakit-fake-driver-controller",
                                        role="drakit:fake-driver-controller", rules=controller_rules), kubeconfig)
-    proc = _Proc(["fake_driver.cli", "driver", "controller", "--kubeconfig", str(kubeconfig), "--driver", gpu],
+    proc = _Proc(["drakit.fake_driver.cli", "driver", "controller", "--kubeconfig", str(kubeconfig), "--driver", gpu],
                  short_tmp / "controller.log")
     try:
         pod = wait_for("pod bound once the binding condition is True",

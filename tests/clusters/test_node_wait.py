@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from conformance.backends.base import HarnessError
-from conformance.backends.cluster import ClusterSession
+from drakit.conformance.backends.base import HarnessError
+from drakit.conformance.backends.cluster import ClusterSession
 
 
 class _Nodes:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from clusters.local import build, procs
-from clusters.local.launcher import MARKER, ClusterError, LocalCluster
+from drakit.clusters.local import build, procs
+from drakit.clusters.local.launcher import MARKER, ClusterError, LocalCluster
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc (Linux)")
 

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 from hypothesis import event, note
 
-from conformance.oracle.compare import compare, minimise_divergence, oracle_request, outcome_from_oracle, run_ours
+from drakit.conformance.oracle.compare import compare, minimise_divergence, oracle_request, outcome_from_oracle, run_ours
 
 from .known import KNOWN
 
@@ -49,7 +49,7 @@ def report_minimised(oracle: Any, failing: Failing) -> None:
     small, c = minimise_divergence(oracle, inp, allocators=allocators)
     text = json.dumps(small, separators=(",", ":"))
     print(f"\nminimised divergence (upstream allocators: {','.join(allocators)}):\n{c.report()}\n"
-          f"input (JSON; python -m conformance.oracle.compare --allocators {','.join(allocators)} FILE):\n{text}",
+          f"input (JSON; python -m drakit.conformance.oracle.compare --allocators {','.join(allocators)} FILE):\n{text}",
           file=sys.__stderr__)
     out = os.environ.get("DRAKIT_DIFF_OUT")
     if out:

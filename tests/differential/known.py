@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from conformance.oracle.compare import Comparison
+from drakit.conformance.oracle.compare import Comparison
 
 UPSTREAM = "k8s.io/dynamic-resource-allocation@v0.37.2/structured/internal/experimental/allocator_experimental.go"
 

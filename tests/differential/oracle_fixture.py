@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from conformance.oracle import Oracle, OracleUnavailable, build_oracle
+from drakit.conformance.oracle import Oracle, OracleUnavailable, build_oracle
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from conformance.oracle.compare import compare, oracle_request, outcome_from_oracle, run_ours
+from drakit.conformance.oracle.compare import compare, oracle_request, outcome_from_oracle, run_ours
 
 from .known import FIXED, KNOWN, Known
 

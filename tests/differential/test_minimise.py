@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from conformance.oracle.compare import run_ours
-from conformance.oracle.minimise import minimise
+from drakit.conformance.oracle.compare import run_ours
+from drakit.conformance.oracle.minimise import minimise
 
 from .known import KNOWN
 

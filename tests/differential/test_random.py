@@ -7,7 +7,7 @@ known divergence (``known.py``, each pinned by a strict xfail) are counted and s
 implementations, as the kube-scheduler does for these gates (``test_stable.py`` covers stable).
 The run is derandomized (the same examples every time) and, on a difference, Hypothesis shrinks
 the input, then :func:`conformance.oracle.compare.minimise_divergence` shrinks it structurally
-(one deletion at a time) and prints it as JSON ready for ``python -m conformance.oracle.compare``.
+(one deletion at a time) and prints it as JSON ready for ``python -m drakit.conformance.oracle.compare``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 
-from conformance.oracle.compare import DEFAULT_ALLOCATORS
+from drakit.conformance.oracle.compare import DEFAULT_ALLOCATORS
 
 from .check import Failing, check_input, differential_settings, report_minimised
 from .strategies import inputs

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from conformance.oracle.compare import compare, oracle_request, outcome_from_oracle, run_ours
+from drakit.conformance.oracle.compare import compare, oracle_request, outcome_from_oracle, run_ours
 from tests.upstream_table.table import load_cases
 
 PORTED = [c for c in load_cases() if "notPorted" not in c]

@@ -11,10 +11,10 @@ from typing import Any, Callable, Iterator
 import grpc
 import pytest
 
-from fake_driver._gen import dra_v1_pb2, dra_v1_pb2_grpc
-from fake_driver.plugin import FakePlugin, MemoryClaimSource, PluginConfig
-from fake_driver.sampleclaims import sample_claims
-from fake_hw.inventory import NodeInventory, build_inventory
+from drakit.fake_driver._gen import dra_v1_pb2, dra_v1_pb2_grpc
+from drakit.fake_driver.plugin import FakePlugin, MemoryClaimSource, PluginConfig
+from drakit.fake_driver.sampleclaims import sample_claims
+from drakit.fake_hw.inventory import NodeInventory, build_inventory
 
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 NODE = "node-a"

@@ -10,11 +10,11 @@ from concurrent import futures
 import grpc
 import pytest
 
-from clusters.nodeagent import (LocalNode, NodeAgent, PluginInfo, RegistrationError,
+from drakit.clusters.nodeagent import (LocalNode, NodeAgent, PluginInfo, RegistrationError,
                                 container_cdi_devices, validate_info)
-from fake_driver._gen import pluginregistration_v1_pb2 as rpb, pluginregistration_v1_pb2_grpc as rpg
-from fake_driver.sampleclaims import allocated_claim
-from fake_hw.faults import Fault
+from drakit.fake_driver._gen import pluginregistration_v1_pb2 as rpb, pluginregistration_v1_pb2_grpc as rpg
+from drakit.fake_driver.sampleclaims import allocated_claim
+from drakit.fake_hw.faults import Fault
 
 from .conftest import GPU, NIC, NODE
 

@@ -9,9 +9,9 @@ import types
 import pytest
 import yaml
 
-from fake_driver.plugin.claims import (ClaimSourceError, FileClaimSource, FunctionClaimSource,
+from drakit.fake_driver.plugin.claims import (ClaimSourceError, FileClaimSource, FunctionClaimSource,
                                        KubernetesClaimSource)
-from fake_driver.sampleclaims import allocated_claim
+from drakit.fake_driver.sampleclaims import allocated_claim
 
 from .conftest import GPU, NODE
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from clusters.nodeagent import cli as agent_cli
-from fake_driver import cli as driver_cli
-from fake_driver.sampleclaims import sample_claims
+from drakit.clusters.nodeagent import cli as agent_cli
+from drakit.fake_driver import cli as driver_cli
+from drakit.fake_driver.sampleclaims import sample_claims
 
 from .conftest import GPU, NODE
 

@@ -6,11 +6,11 @@ import time
 
 import grpc
 
-from fake_driver._gen import (dra_health_v1_pb2 as h1, dra_health_v1_pb2_grpc as h1g,
+from drakit.fake_driver._gen import (dra_health_v1_pb2 as h1, dra_health_v1_pb2_grpc as h1g,
                               dra_health_v1alpha1_pb2 as ha, dra_health_v1alpha1_pb2_grpc as hag)
-from fake_driver.plugin.publisher import CallbackSlicePublisher
-from fake_hw.faults import FAULT_TAINT_KEY, Fault
-from fake_hw.inventory import build_inventory
+from drakit.fake_driver.plugin.publisher import CallbackSlicePublisher
+from drakit.fake_hw.faults import FAULT_TAINT_KEY, Fault
+from drakit.fake_hw.inventory import build_inventory
 
 from .conftest import GPU, NODE
 
@@ -48,7 +48,7 @@ def test_fault_shows_on_the_stream_and_as_a_taint(start_plugin):
 
 
 def test_fault_on_a_gpu_makes_its_partitions_unhealthy_on_v1alpha1(short_tmp):
-    from fake_driver.plugin import FakePlugin, MemoryClaimSource
+    from drakit.fake_driver.plugin import FakePlugin, MemoryClaimSource
     from .conftest import config_for
     inventory = build_inventory("acme-partitionable", NODE)
     plugin = FakePlugin(config_for(short_tmp), inventory, MemoryClaimSource(), resend_seconds=0.2)

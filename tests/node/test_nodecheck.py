@@ -11,11 +11,11 @@ from typing import Any
 import jsonschema
 import pytest
 
-from conformance.nodecheck import Options, run_node_check
-from conformance.nodecheck.cli import add_parsers, run
-from fake_driver.plugin import FakeDriver, MemoryClaimSource, PluginServer
-from fake_driver.plugin.driver import ClaimOutcome
-from fake_driver.sampleclaims import sample_claims
+from drakit.conformance.nodecheck import Options, run_node_check
+from drakit.conformance.nodecheck.cli import add_parsers, run
+from drakit.fake_driver.plugin import FakeDriver, MemoryClaimSource, PluginServer
+from drakit.fake_driver.plugin.driver import ClaimOutcome
+from drakit.fake_driver.sampleclaims import sample_claims
 
 from .conftest import GPU, NIC, config_for
 

@@ -10,10 +10,10 @@ import threading
 
 import pytest
 
-from conformance.nodecheck import cdi as cdicheck
-from conformance.nodecheck import metadata as mdcheck
-from fake_driver._gen import dra_v1_pb2 as pb, dra_v1beta1_pb2 as pbb, dra_v1beta1_pb2_grpc as pbbg
-from fake_driver.sampleclaims import allocated_claim, sample_claims
+from drakit.conformance.nodecheck import cdi as cdicheck
+from drakit.conformance.nodecheck import metadata as mdcheck
+from drakit.fake_driver._gen import dra_v1_pb2 as pb, dra_v1beta1_pb2 as pbb, dra_v1beta1_pb2_grpc as pbbg
+from drakit.fake_driver.sampleclaims import allocated_claim, sample_claims
 
 from .conftest import GPU, NIC, NODE, by_name, claim_msg, dra_stub
 

@@ -8,9 +8,9 @@ import stat
 import grpc
 import pytest
 
-from fake_driver._gen import pluginregistration_v1_pb2 as rpb, pluginregistration_v1_pb2_grpc as rpg
-from fake_driver.plugin import FakePlugin, MemoryClaimSource
-from fake_driver.plugin.files import PathTooLong
+from drakit.fake_driver._gen import pluginregistration_v1_pb2 as rpb, pluginregistration_v1_pb2_grpc as rpg
+from drakit.fake_driver.plugin import FakePlugin, MemoryClaimSource
+from drakit.fake_driver.plugin.files import PathTooLong
 
 from .conftest import GPU, config_for
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from fake_driver.plugin.checkpoint import Checkpoint, CheckpointError
-from fake_driver.sampleclaims import sample_claims
+from drakit.fake_driver.plugin.checkpoint import Checkpoint, CheckpointError
+from drakit.fake_driver.sampleclaims import sample_claims
 
 from .conftest import GPU, NODE, by_name, dra_stub
 from .test_plugin_prepare import devices, prepare, unprepare
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def serve(tmp: Path, claims_file: Path, *extra: str) -> subprocess.Popen[bytes]:
-    cmd = [sys.executable, "-m", "fake_driver.cli", "driver", "serve", "--driver", GPU,
+    cmd = [sys.executable, "-m", "drakit.fake_driver.cli", "driver", "serve", "--driver", GPU,
            "--node", NODE, "--plugin-dir", str(tmp / "plugins"), "--registry-dir",
            str(tmp / "registry"), "--cdi-dir", str(tmp / "cdi"), "--claims", str(claims_file),
            "--state-dir", str(tmp / "state"), *extra]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fake_driver._gen import (dra_health_v1_pb2, dra_health_v1alpha1_pb2, dra_v1_pb2,
+from drakit.fake_driver._gen import (dra_health_v1_pb2, dra_health_v1alpha1_pb2, dra_v1_pb2,
                               dra_v1beta1_pb2, pluginregistration_v1_pb2)
 
 
@@ -66,7 +66,7 @@ def test_empty_unprepare_entry_is_serialised():
 
 def test_regenerating_gives_the_committed_files():
     pytest.importorskip("grpc_tools", reason="grpcio-tools (test extra) is needed to regenerate")
-    from fake_driver.protos.regenerate import differences, generated_names
-    from fake_driver.protos.regenerate import PACKAGE_DIR
+    from drakit.fake_driver.protos.regenerate import differences, generated_names
+    from drakit.fake_driver.protos.regenerate import PACKAGE_DIR
     assert sorted(p.name for p in PACKAGE_DIR.iterdir() if p.suffix in (".py", ".pyi")) == generated_names()
     assert differences() == []

@@ -6,14 +6,14 @@ import ipaddress
 
 import pytest
 
-from fake_driver.binding import (ATTACH_FAILED, ATTACHED, BindingController, binding_status,
+from drakit.fake_driver.binding import (ATTACH_FAILED, ATTACHED, BindingController, binding_status,
                                  pending_attachments, with_binding_conditions)
-from fake_driver.nodeops import with_skip_node_operations
-from fake_driver.plugin import MemoryClaimSource
-from fake_driver.plugin.publisher import driver_slices
-from fake_driver.sampleclaims import allocated_claim
-from fake_driver.status import device_status
-from fake_hw.faults import Fault
+from drakit.fake_driver.nodeops import with_skip_node_operations
+from drakit.fake_driver.plugin import MemoryClaimSource
+from drakit.fake_driver.plugin.publisher import driver_slices
+from drakit.fake_driver.sampleclaims import allocated_claim
+from drakit.fake_driver.status import device_status
+from drakit.fake_hw.faults import Fault
 
 from .conftest import GPU, NIC, NODE
 
@@ -92,7 +92,7 @@ def test_skip_node_operations_pool(inventory):
 
 
 def test_devices_consuming_counters_cannot_skip():
-    from fake_hw.inventory import build_inventory
+    from drakit.fake_hw.inventory import build_inventory
     inv = build_inventory("acme-partitionable", NODE)
     with pytest.raises(ValueError, match="consumes shared counters"):
         driver_slices(inv, GPU, skip_node_ops=["gpu0"])

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from conformance.features import DEFAULT_GATES
-from conformance.reference.cluster import ReferenceCluster
+from drakit.conformance.features import DEFAULT_GATES
+from drakit.conformance.reference.cluster import ReferenceCluster
 
 NS = "demo"
 DRIVER = "gpu.example.com"

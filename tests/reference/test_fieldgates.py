@@ -6,9 +6,9 @@ import copy
 
 import pytest
 
-from conformance.errors import ApiRejected
-from conformance.features import DEFAULT_GATES
-from conformance.reference.fieldgates import RULES, drop_disabled_fields, in_use
+from drakit.conformance.errors import ApiRejected
+from drakit.conformance.features import DEFAULT_GATES
+from drakit.conformance.reference.fieldgates import RULES, drop_disabled_fields, in_use
 
 from .helpers import NS, claim, cluster, device_class, node, slice_
 

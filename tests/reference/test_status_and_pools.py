@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from conformance.errors import ApiRejected
-from conformance.reference.poolstatus import calculate
+from drakit.conformance.errors import ApiRejected
+from drakit.conformance.reference.poolstatus import calculate
 
 from .helpers import NS, claim, cluster, pod, results, standard
 

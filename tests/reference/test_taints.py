@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.reference.clock import parse_time
+from drakit.conformance.reference.clock import parse_time
 
 from .helpers import DRIVER, NS, claim, cluster, condition, pod, running, standard
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from conformance.oracle.compare import Outcome, comparable_error_text, error_kind, normalise_result
+from drakit.conformance.oracle.compare import Outcome, comparable_error_text, error_kind, normalise_result
 
 CASES_DIR = Path(__file__).resolve().parent / "cases"
 ENTRY_KEYS = {"name", "features", "node", "classes", "slices", "claims", "allocated", "expect", "upstreamSteps",

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from conformance.oracle.compare import oracle_request, outcome_from_oracle, run_ours
+from drakit.conformance.oracle.compare import oracle_request, outcome_from_oracle, run_ours
 
 from .table import check, load_cases
 

@@ -1,0 +1,1 @@
+"""Cases: loading, expanding and running *.case.yaml steps against a backend."""

@@ -1,0 +1,1 @@
+"""The mini control plane of the reference backend."""

@@ -39,6 +39,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--cluster", default=None, choices=("local",),
                      help="cluster backend: start drakit's local control plane for the run (see 'drakit cluster build')")
     run.add_argument("--keep-on-failure", action="store_true", help="cluster backend: keep a failed case's objects")
+    run.add_argument("--max-case-size", default=None, metavar="SIZE",
+                     help="refuse case files larger than this, e.g. 4MiB (default: 1 MiB)")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress and no matrix: print only failures and the verdict")
     run.add_argument("-v", "--verbose", action="store_true", help="one line per case")
     run.add_argument("--plain", action="store_true",
@@ -67,6 +69,8 @@ def _parser() -> argparse.ArgumentParser:
     lint.add_argument("paths", nargs="*")
     lint.add_argument("--vendor", "--profile", dest="vendor", default=None, metavar="PROFILE",
                       help="vendor profile YAML to check and to resolve the placeholders with")
+    lint.add_argument("--max-case-size", default=None, metavar="SIZE",
+                      help="refuse case files larger than this, e.g. 4MiB (default: 1 MiB)")
 
     sub.add_parser("features", help="list the DRA features of Kubernetes 1.37 that drakit knows")
     from drakit.clusters import cli as cluster_cli
@@ -139,6 +143,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         pytest_args += ["--drakit-cluster", args.cluster]
     if args.keep_on_failure:
         pytest_args += ["--drakit-keep-on-failure"]
+    if args.max_case_size:
+        pytest_args += ["--drakit-max-case-size", args.max_case_size]
     if args.keyword:
         pytest_args += ["-k", args.keyword]
     if args.markexpr:
@@ -225,10 +231,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_lint(args: argparse.Namespace) -> int:
     from drakit.fake_driver.profile import load_profile, load_vendor_profile
-    from .cases.loader import load_file
+    from .cases.loader import MAX_BYTES, CaseIds, load_file, parse_size
     from .cases.needs import NEEDS_FAKE_DRIVER, vendor_unmet
     paths = _paths(args.paths)
     if paths is None:
+        return EXIT_USAGE
+    try:
+        max_bytes = parse_size(args.max_case_size) if args.max_case_size else MAX_BYTES
+    except ValueError as exc:
+        print(f"drakit lint: --max-case-size: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
         vendor = load_vendor_profile(args.vendor)
@@ -242,8 +253,9 @@ def cmd_lint(args: argparse.Namespace) -> int:
     files = sorted({f for p in paths for f in ([p] if p.is_file() else p.rglob("*.case.yaml"))})
     n_cases, n_errors, skipped = 0, 0, {NEEDS_FAKE_DRIVER: 0, "not-applicable": 0}
     vocabulary = frozenset(load_profile())
+    ids = CaseIds()
     for f in files:
-        loaded = load_file(f, vendor.placeholders(), vocabulary=vocabulary)
+        loaded = ids.admit(load_file(f, vendor.placeholders(), vocabulary=vocabulary, max_bytes=max_bytes))
         n_cases += len(loaded.cases)
         for case in loaded.cases:
             unmet = vendor_unmet(case, vendor)

@@ -34,15 +34,19 @@ class FieldError(ValueError):
 
 @dataclass
 class LoadError(Exception):
-    """A problem in an input file, rendered as ``file:line: path: message``."""
+    """A problem in an input file, rendered as ``file:line: path: message``; a problem of two
+    places (an id defined twice) names the other one first: ``a:1 and b:7: message``."""
 
     file: str
     line: int | None
     message: str
     path: str | None = None
+    first: str | None = None  # "file:line" of the other place
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else self.file
+        if self.first:
+            where = f"{self.first} and {where}"
         return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
 
 

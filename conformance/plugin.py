@@ -24,7 +24,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from .cases.loader import load_file
+from .cases.loader import MAX_BYTES, CaseIds, load_file, parse_size
 from .cases.model import Case
 from .cases.needs import vendor_unmet
 from .cases.runner import run_case
@@ -39,6 +39,8 @@ _PROFILE = pytest.StashKey[dict[str, str]]()
 _VENDOR = pytest.StashKey[Any]()  # fake_driver.profile.VendorProfile
 _VOCABULARY = pytest.StashKey[frozenset[str]]()
 _COLLECTOR = pytest.StashKey[ResultsCollector]()
+_CASE_IDS = pytest.StashKey[CaseIds]()
+_MAX_BYTES = pytest.StashKey[int]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -67,6 +69,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="cluster backend: start drakit's local control plane (upstream 1.37 binaries + kwok) for the run")
     g.addoption("--drakit-keep-on-failure", action="store_true",
                 help="cluster backend: leave a failed case's namespace and objects in place")
+    g.addoption("--drakit-max-case-size", default=None, metavar="SIZE",
+                help="refuse case files larger than this, e.g. 4MiB (default: 1 MiB)")
 
 
 def feature_marker(feature_id: str) -> str:
@@ -97,6 +101,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_VENDOR] = vendor
     config.stash[_PROFILE] = vendor.placeholders()
     config.stash[_VOCABULARY] = frozenset(load_profile())  # the keys drakit's own cases may use
+    config.stash[_CASE_IDS] = CaseIds()  # every process collects all files in the same order
+    size = config.getoption("--drakit-max-case-size")
+    try:
+        config.stash[_MAX_BYTES] = parse_size(size) if size is not None else MAX_BYTES
+    except ValueError as exc:
+        raise pytest.UsageError(f"--max-case-size: {exc}") from None
     if "cluster" in backends:
         _check_cluster_options(config, vendor)
     config.stash[_BACKENDS] = {"names": [b for b in BACKEND_ORDER if b in backends], "gates": gates, "instances": {}}
@@ -164,8 +174,9 @@ class CaseFile(pytest.File):
             display = str(self.path.relative_to(self.config.rootpath))
         except ValueError:
             display = str(self.path)
-        loaded = load_file(self.path, self.config.stash[_PROFILE], display=display,
-                           vocabulary=self.config.stash[_VOCABULARY])
+        loaded = self.config.stash[_CASE_IDS].admit(load_file(
+            self.path, self.config.stash[_PROFILE], display=display, vocabulary=self.config.stash[_VOCABULARY],
+            max_bytes=self.config.stash[_MAX_BYTES]))
         for err in loaded.errors:
             yield LoadErrorItem.from_parent(self, name=f"load-error[{display}:{err.line or 0}]", error=err)
         backends = self.config.stash[_BACKENDS]["names"]

@@ -8,6 +8,12 @@ broken case never hides its neighbours.
 profile usable: a placeholder the profile lacks but the vocabulary knows leaves the case loaded
 with ``unresolved`` set (it is skipped as not applicable); any other unknown placeholder is a
 load error. Each case also carries its :mod:`needs <conformance.cases.needs>`.
+
+Limits (the way the API server bounds a request): a case file over ``max_bytes`` (1 MiB unless
+overridden) is refused unread; nesting depth and alias expansion are bounded while the YAML is
+composed (:class:`~conformance.yamlmarks.YamlLimits`); a file reports at most
+``MAX_ERRORS_PER_FILE`` problems. A file with no case at all (empty, only comments) is an
+error too: a suite that silently tests nothing is not a pass.
 """
 
 from __future__ import annotations
@@ -15,7 +21,9 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Collection, Mapping
@@ -25,7 +33,7 @@ import jsonschema
 from ..errors import FieldError, LoadError, format_path
 from ..features import BY_ID, DEFAULT_GATES
 from ..model import parse_object
-from ..yamlmarks import MarkedDict, line_of, load_documents
+from ..yamlmarks import DEFAULT_LIMITS, MarkedDict, YamlLimits, line_of, load_documents
 from .model import Case, NodeSpec, Step
 from .needs import derive_needs
 from .placeholders import resolve, substitute_runtime
@@ -33,6 +41,27 @@ from .placeholders import resolve, substitute_runtime
 SCHEMA_PATH = Path(__file__).with_name("case.v1.json")
 _DURATION = re.compile(r"^([0-9]+)(ms|s|m|h)$")
 VALIDATION_NAMESPACE = "drakit-validate"
+MAX_BYTES = 1 << 20  # per case file; --max-case-size overrides
+MAX_ERRORS_PER_FILE = 50
+_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(|B|K|KB|KiB|M|MB|MiB|G|GB|GiB)\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1000, "kib": 1 << 10, "m": 1 << 20, "mb": 1000 ** 2, "mib": 1 << 20,
+          "g": 1 << 30, "gb": 1000 ** 3, "gib": 1 << 30}
+
+
+def parse_size(text: str) -> int:
+    """'1MiB', '512KiB', '2000000' -> bytes; ValueError with the accepted forms otherwise."""
+    m = _SIZE.match(text)
+    if not m or float(m.group(1)) * _UNITS[m.group(2).lower()] < 1:
+        raise ValueError(f"{text!r} is not a size (use e.g. 2000000, 512KiB, 4MiB)")
+    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+
+
+def format_size(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            value = n / scale
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{n} bytes"
 
 
 @functools.lru_cache(maxsize=1)
@@ -48,22 +77,35 @@ class LoadResult:
 
 
 def load_file(path: Path, profile: Mapping[str, str], *, display: str | None = None,
-              vocabulary: Collection[str] | None = None) -> LoadResult:
+              vocabulary: Collection[str] | None = None, max_bytes: int = MAX_BYTES,
+              limits: YamlLimits = DEFAULT_LIMITS) -> LoadResult:
     name = display or str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or device would block or never end
+            return LoadResult((), (LoadError(name, None, "not a regular file"),))
+        with open(path, "rb") as f:
+            raw = f.read(max_bytes + 1)
+            if len(raw) > max_bytes:
+                size = os.fstat(f.fileno()).st_size
+                return LoadResult((), (LoadError(name, 1, f"the file is {format_size(size)}, over the case-file size "
+                                                          f"limit of {format_size(max_bytes)} (--max-case-size "
+                                                          f"raises it); not loaded"),))
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return LoadResult((), (LoadError(name, None, f"cannot read: {exc}"),))
-    return load_text(text, name, profile, vocabulary=vocabulary)
+    return load_text(text, name, profile, vocabulary=vocabulary, limits=limits)
 
 
 def load_text(text: str, file: str, profile: Mapping[str, str], *,
-              vocabulary: Collection[str] | None = None) -> LoadResult:
+              vocabulary: Collection[str] | None = None, limits: YamlLimits = DEFAULT_LIMITS) -> LoadResult:
     source = tuple(text.splitlines())
     try:
-        docs = list(load_documents(text, file))
+        docs = list(load_documents(text, file, limits))
     except LoadError as exc:
         return LoadResult((), (exc,))
+    if not docs:
+        what = "it is empty" if not text.strip() else "it holds only comments or blank documents"
+        return LoadResult((), (LoadError(file, 1, f"no case in this file ({what})"),))
     cases: list[Case] = []
     errors: list[LoadError] = []
     starts = [start for start, _ in docs]
@@ -73,12 +115,31 @@ def load_text(text: str, file: str, profile: Mapping[str, str], *,
             cases.append(_load_case(doc, file, start, end, source, profile, vocabulary))
         except LoadError as exc:
             errors.append(exc)
-    seen: dict[str, int] = {}
-    for c in cases:
-        if c.id in seen:
-            errors.append(LoadError(file, c.line, f"duplicate case id {c.id!r} (first at line {seen[c.id]})", "id"))
-        seen.setdefault(c.id, c.line)
-    return LoadResult(tuple(c for c in cases if seen.get(c.id) == c.line), tuple(errors))
+    loaded = CaseIds().admit(LoadResult(tuple(cases), tuple(errors)))
+    errors = sorted(loaded.errors, key=lambda e: e.line or 0)
+    if len(errors) > MAX_ERRORS_PER_FILE:
+        rest = len(errors) - MAX_ERRORS_PER_FILE + 1
+        errors[MAX_ERRORS_PER_FILE - 1:] = [LoadError(file, errors[MAX_ERRORS_PER_FILE - 1].line,
+                                                      f"{rest:,} more problems from this line on (not shown)")]
+    return LoadResult(loaded.cases, tuple(errors))
+
+
+class CaseIds:
+    """The case ids of a corpus, in load order: the first definition of an id wins and any later
+    one is a load error naming both places (within a file or across files)."""
+
+    def __init__(self) -> None:
+        self._first: dict[str, tuple[str, int]] = {}
+
+    def admit(self, loaded: LoadResult) -> LoadResult:
+        cases, errors = [], list(loaded.errors)
+        for c in loaded.cases:
+            first = self._first.setdefault(c.id, (c.file, c.line))
+            if first == (c.file, c.line):
+                cases.append(c)
+            else:
+                errors.append(LoadError(c.file, c.line, f"id {c.id!r} defined twice", first=f"{first[0]}:{first[1]}"))
+        return LoadResult(tuple(cases), tuple(errors))
 
 
 def _schema_error(doc: Any, file: str, start: int) -> LoadError | None:
@@ -132,6 +193,11 @@ def _load_case(doc: Any, file: str, start: int, end: int, source: tuple[str, ...
     hw = doc.get("hardware") or {}
     nodes = tuple(NodeSpec(n["name"], n.get("shape"), dict(n.get("labels") or {}),
                            {str(k): str(v) for k, v in (n.get("allocatable") or {}).items()}) for n in hw.get("nodes") or [])
+    for j, node in enumerate(nodes):
+        problem = _shape_problem(node.shape) if node.shape is not None else None
+        if problem:
+            raise LoadError(file, line_of(doc, ("hardware", "nodes", j, "shape")) or start, problem,
+                            f"hardware.nodes[{j}].shape")
     names = [n.name for n in nodes]
     if len(set(names)) != len(names):
         raise LoadError(file, line_of(doc, ("hardware", "nodes")) or start, "node names must be unique", "hardware.nodes")
@@ -142,6 +208,16 @@ def _load_case(doc: Any, file: str, start: int, end: int, source: tuple[str, ...
         nodes=nodes, install_classes=bool(hw.get("classes", True)), steps=steps, file=file, line=start,
         end_line=end, source=source, needs=derive_needs(doc, start), unresolved=unresolved,
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _shape_problem(shape: str) -> str | None:
+    from drakit.fake_hw.shapes import ShapeError, load_shape
+    try:
+        load_shape(shape)
+    except ShapeError as exc:
+        return str(exc)
+    return None
 
 
 def _step(doc: Any, i: int, s: Any, file: str, start: int, *, validate: bool = True) -> Step:

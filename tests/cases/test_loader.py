@@ -98,7 +98,7 @@ def test_one_bad_document_does_not_hide_the_others() -> None:
 
 def test_duplicate_ids_and_duplicate_keys() -> None:
     res = load(GOOD + "---\n" + GOOD)
-    assert len(res.cases) == 1 and "duplicate case id 't/good'" in str(res.errors[0])
+    assert len(res.cases) == 1 and "and x.case.yaml:" in str(res.errors[0]) and "id 't/good' defined twice" in str(res.errors[0])
     (err,) = load(GOOD.replace("title: good", "title: good\ntitle: again")).errors
     assert "duplicate key 'title'" in str(err)
 

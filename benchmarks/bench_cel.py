@@ -23,7 +23,7 @@ import time
 from typing import Callable, TypeVar
 
 from drakit.conformance.cel import CelDevice, EncodedDevice, Selector, compile_selector, encode_device
-from drakit.conformance.model.attributes import AttributeValue
+from drakit.conformance.attributes import AttributeValue
 from drakit.conformance.quantity import Quantity
 
 GPU = 'device.attributes["gpu.example.com"]'
@@ -78,7 +78,7 @@ def report(name: str, expressions: list[str], raw: list[CelDevice], repeat: int)
     for _ in range(repeat):
         devices = [encode_device(d) for d in raw]
         for i in range(2):
-            seconds, matched = timed(lambda: evaluate_all(selectors, devices))
+            seconds, matched = timed(lambda devices=devices: evaluate_all(selectors, devices))
             best[i] = min(best[i], seconds)
     for label, seconds in zip(("first pass", "second pass"), best):
         print(f"  {name:<22} {label:<12} {evals / seconds:>10,.0f} evals/s  ({seconds * 1e6 / evals:6.1f} us/eval, "

@@ -172,7 +172,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from drakit.reports import ResultsError, load_results, render_all
+    from drakit.reports import ResultsError, load_results
+    from drakit.reports.render import render_all
     if (args.results is None) == (args.compare is None) or (args.compare and args.merge):
         print("drakit report: give either RESULTS.json [--merge CASES.json] or --compare OLD.json NEW.json",
               file=sys.stderr)
@@ -203,7 +204,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         written = write_results(results, out)
     else:
         written = render_all(results, out)
-    for name, path in sorted(written.items()):
+    for _name, path in sorted(written.items()):
         print(f"wrote {path}")
     return EXIT_OK
 
@@ -232,7 +233,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_lint(args: argparse.Namespace) -> int:
     from drakit.fake_driver.profile import load_profile, load_vendor_profile
     from .cases.loader import MAX_BYTES, CaseIds, load_file, parse_size
-    from .cases.needs import NEEDS_FAKE_DRIVER, vendor_unmet
+    from .spec.needs import NEEDS_FAKE_DRIVER, vendor_unmet
     paths = _paths(args.paths)
     if paths is None:
         return EXIT_USAGE

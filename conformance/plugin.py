@@ -8,7 +8,7 @@ run and every result reaches ``results.json``.
 The vendor profile (``--drakit-vendor``) names the driver under test. A case that needs powers
 only drakit's fake driver has is skipped as ``needs-fake-driver`` when that driver is a vendor's
 own, and a case using a placeholder the profile does not define as ``not-applicable``
-(:mod:`conformance.cases.needs`). A kubeconfig that cannot be used is a usage error before any
+(:mod:`drakit.conformance.spec.needs`). A kubeconfig that cannot be used is a usage error before any
 case runs.
 """
 
@@ -16,20 +16,18 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sys
-import time
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
 from .cases.loader import MAX_BYTES, CaseIds, load_file, parse_size
-from .cases.model import Case
-from .cases.needs import vendor_unmet
+from .spec.case import Case
+from .spec.needs import vendor_unmet
 from .cases.runner import run_case
 from .errors import LoadError
-from .features import BY_ID, FEATURES, parse_gates
+from .features import FEATURES, parse_gates
 from .results import ResultsCollector
 
 BACKEND_ORDER = ("reference", "cluster")

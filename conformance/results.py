@@ -193,7 +193,7 @@ class ResultsCollector:
 
 
 def write_results(results: dict[str, Any], out: Path) -> dict[str, Path]:
-    from drakit.reports import render_all
+    from drakit.reports.render import render_all
     out.mkdir(parents=True, exist_ok=True)
     path = out / "results.json"
     tmp = path.with_suffix(".json.tmp")

@@ -27,8 +27,9 @@ import threading
 from pathlib import Path
 from typing import Any, Sequence
 
+from drakit.fake_hw.shapes import DEFAULT_SHAPE
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-DEFAULT_SHAPE = "server-8gpu"
 
 
 def _csv(text: str) -> list[str]:

@@ -1,7 +1,7 @@
 """Typed device attribute values, as the fake drivers publish them.
 
 Kept inside ``fake_hw`` so the emulated hardware depends on nothing else in the project. The
-fields (``kind`` and ``value``) match ``conformance.model.attributes.AttributeValue``, so a
+fields (``kind`` and ``value``) match ``drakit.conformance.attributes.AttributeValue``, so a
 consumer converts with ``AttributeValue(a.kind, a.value)`` or reads the wire form.
 """
 

@@ -37,6 +37,7 @@ from drakit.fake_hw.vendors import Vendor, find_vendor
 Partitioning = Literal["none", "partitionable"]
 NumaNodeForm = Literal["scalar", "list"]
 
+DEFAULT_SHAPE = "server-8gpu"  # the node shape the fake driver serves when none is named
 MAX_GROUP_COUNT = 256
 MAX_DEVICES_PER_ROOT = 14
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

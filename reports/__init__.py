@@ -1,7 +1,7 @@
 """Renderers that turn a drakit ``results.json`` into an HTML report, JUnit XML and a terminal summary.
 
 Everything here is a pure function of the results dict, except :func:`load_results` (reads a
-file) and :func:`render_all` (writes the reports). This package depends on nothing but the
+file); :func:`drakit.reports.render.render_all` writes the reports. This package depends on nothing but the
 ``drakit.results/v1`` schema (``reports/schema/results.v1.json``): the feature registry reaches
 it as the ``features`` snapshot inside the results file.
 
@@ -11,7 +11,7 @@ Public API::
     validate_results(obj) -> None         validate an in-memory results dict
     compute_summary(cases) -> dict        the ``summary`` block
     compute_verdict(cases) -> dict        the ``verdict`` block (VERDICT_RULE is the rule text)
-    render_all(results, out_dir) -> dict  writes report.html and junit.xml
+    render.render_all(results, out_dir)   writes report.html and junit.xml
     merge_cases(results, cases) -> dict   add cases of another source (``drakit node-check``)
     compare_results(old, new) -> dict     what changed between two runs (``reports.compare``)
 
@@ -38,7 +38,6 @@ __all__ = [
     "validate_results",
     "compute_summary",
     "compute_verdict",
-    "render_all",
     "merge_cases",
 ]
 
@@ -402,26 +401,3 @@ def redact_command(argv: Sequence[str]) -> list[str]:
         else:
             out.append(_mask_string(arg))
     return out
-
-
-# ---------------------------------------------------------------------------------------------
-# The one function with output I/O.
-
-def render_all(results: Mapping[str, Any], out_dir: Path) -> dict[str, Path]:
-    """Validate *results*, then write ``report.html`` and ``junit.xml`` into *out_dir*.
-
-    Returns ``{"html": path, "junit": path}``. ``results.json`` itself is the caller's to write.
-    """
-    from drakit.reports.html import render_html
-    from drakit.reports.junit import render_junit
-
-    validate_results(results)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written: dict[str, Path] = {}
-    for key, name, text in (("html", "report.html", render_html(results)),
-                            ("junit", "junit.xml", render_junit(results))):
-        target = out_dir / name
-        target.write_text(text, encoding="utf-8", newline="\n")
-        written[key] = target
-    return written

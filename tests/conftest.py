@@ -6,6 +6,10 @@ from collections.abc import Iterator
 
 import pytest
 
+# the local control plane fixtures (they skip when the binaries are missing, or fail under
+# DRAKIT_REQUIRE_CLUSTER=1)
+pytest_plugins = ["drakit.clusters.local.pytest_fixture"]
+
 
 @pytest.fixture(autouse=True, scope="session")
 def _stop_fake_nodes() -> Iterator[None]:

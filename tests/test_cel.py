@@ -12,7 +12,7 @@ import pytest
 from drakit.conformance.cel import (COST_LIMIT_TEXT, ENGINE_BUDGET_TEXT, MAX_COST, MAX_EXPRESSION_LENGTH, CelCompileError,
                              CelDevice, CelRuntimeError, CelUnsupportedError, EncodedDevice, Selector,
                              compile_selector, encode_device, validate_expression)
-from drakit.conformance.model.attributes import AttributeValue as A
+from drakit.conformance.attributes import AttributeValue as A
 from drakit.conformance.quantity import Quantity
 
 G = 'device.attributes["gpu.example.com"]'

@@ -35,7 +35,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 from drakit import reports  # noqa: E402
-from drakit.reports import ResultsError, compute_summary, compute_verdict, load_results, render_all, validate_results  # noqa: E402
+from drakit.reports import ResultsError, compute_summary, compute_verdict, load_results, validate_results  # noqa: E402
+from drakit.reports.render import render_all  # noqa: E402
 from drakit.reports import clean_text, divergences, matrix_backends, redact, redact_command  # noqa: E402
 import drakit.reports.html as reports_html  # noqa: E402
 from drakit.reports.html import render_html  # noqa: E402

@@ -22,11 +22,10 @@ import jsonschema
 import pytest
 import yaml
 
-from drakit.clusters.local.pytest_fixture import local_cluster, local_cluster_factory  # noqa: F401
 from drakit.conformance.backends.base import HarnessError
 from drakit.conformance.backends.kubeconfig import KubeconfigError, resolve_kubeconfig
 from drakit.conformance.cases.loader import load_file, load_text
-from drakit.conformance.cases.needs import vendor_unmet
+from drakit.conformance.spec.needs import vendor_unmet
 from drakit.fake_driver.profile import SCHEMA_PATH, ProfileError, load_profile, load_vendor_profile
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -276,7 +275,7 @@ def test_a_bad_kubeconfig_is_one_line_and_exit_2(tmp_path: Path) -> None:
 
 
 def test_gates_are_inferred_by_dry_run(local_cluster_factory: Any) -> None:
-    from drakit.conformance.backends.cluster import KubeApi
+    from drakit.conformance.backends.kubeapi import KubeApi
     from drakit.conformance.backends.discovery import PROBES, discover
     off = ("DRAListTypeAttributes", "DRAConsumableCapacity", "DRADeviceBindingConditions", "DRADerivedAttributes",
            "DRAFractionalCapacityRange")
@@ -293,7 +292,7 @@ def test_gates_are_inferred_by_dry_run(local_cluster_factory: Any) -> None:
 
 
 def test_install_driver_waits_for_slices_and_removes_what_it_created(local_cluster: Any) -> None:
-    from drakit.conformance.backends.cluster import KubeApi
+    from drakit.conformance.backends.kubeapi import KubeApi
     from drakit.conformance.backends.install import install_fake_driver
     api = KubeApi(str(local_cluster.kubeconfig))
     # kwok nodes run no containers, so the driver never publishes: the wait fails and cleans up

@@ -25,7 +25,7 @@ from typing import Any
 from drakit.clusters.kind import config as kindconfig
 from drakit.clusters.kind import docker, install
 from drakit.clusters.local.launcher import ClusterError, default_run_dir
-from drakit.fake_driver.cli import DEFAULT_SHAPE
+from drakit.fake_hw.shapes import DEFAULT_SHAPE
 from drakit.fake_driver.deploy import DEFAULT_IMAGE, manifests
 
 __all__ = ["ClusterError", "KindCluster", "preflight_problems"]

@@ -54,7 +54,7 @@ class NodeAgent:
     def __init__(self, registry_dir: str | Path, node_name: str, *,
                  state_dir: str | Path | None = None, poll_interval: float = 0.1,
                  optional_node_operations: bool = False, check_reserved: bool = True,
-                 driver_wait: float = 5.0, retry: RetryPolicy = RetryPolicy(),
+                 driver_wait: float = 5.0, retry: RetryPolicy | None = None,
                  call_timeout: float = CALL_TIMEOUT, registration_retry: float = 0.5,
                  health_retry: float = 5.0,
                  on_health: Callable[[str, list[DeviceHealth]], None] | None = None,
@@ -65,7 +65,7 @@ class NodeAgent:
         self.optional_node_operations = optional_node_operations
         self.check_reserved = check_reserved
         self.driver_wait = driver_wait
-        self.retry = retry
+        self.retry = retry if retry is not None else RetryPolicy()
         self.call_timeout = call_timeout
         self.plugins = PluginRegistry(self.registry_dir, node_name, poll_interval=poll_interval,
                                       registration_retry=registration_retry,
@@ -178,7 +178,7 @@ class NodeAgent:
             return PodResult(pod_uid, tuple(ClaimResult(k.namespace, k.name, k.uid)
                                             for k, _, _ in parsed), str(err))
         with self._lock:
-            for key, by_driver, skips in parsed:
+            for key, _by_driver, skips in parsed:
                 info = self._claims.get(key.uid)
                 if info is None:
                     clash = next((i for i in self._claims.values()
@@ -306,7 +306,7 @@ class NodeAgent:
             retry = False
             try:
                 client = self._client(driver, self.driver_wait)
-                answers, unknown = self._retrying(lambda: client.unprepare(batch, self.call_timeout))
+                answers, unknown = self._retrying(lambda client=client, batch=batch: client.unprepare(batch, self.call_timeout))
                 names = {k.uid: k.name for k in batch}
                 failed = [(uid, e) for uid, e in answers.items() if e]
                 missing = [k for k in batch if k.uid not in answers]

@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import Mapping
 
 from ..quantity import MAX_INT64, Quantity
-from ..model.slice import DeviceCapacity, RequestPolicy, ValidRange
+from ..model.capacity import DeviceCapacity, RequestPolicy, ValidRange
 
 NOT_REPRESENTABLE = "capacity request cannot be represented in the device's range arithmetic"
 NEGATIVE = "capacity value is negative"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..model.attributes import AttributeValue
+from ..attributes import AttributeValue
 from ..model.slice import Device
 from .types import DeviceID
 

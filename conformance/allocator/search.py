@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from ..cel import CelCompileError, CelRuntimeError
-from ..model.attributes import AttributeValue
+from ..attributes import AttributeValue
 from ..quantity import Quantity
-from ..model.claim import DeviceClass, DeviceRequestSpec, ResourceClaim
-from ..model.slice import Device, ResourceSlice, node_matches
+from ..model.claim import DeviceClass, DeviceRequestSpec, ResourceClaim, Toleration
+from ..model.slice import Device, DeviceTaint, ResourceSlice, node_matches
 from . import capacity as cap
 from .constraints import ConstraintTracker, GroupIntersection, lookup_attribute
 from .counters import CounterBook
@@ -488,11 +488,11 @@ class Allocator:
         return AllocationResult(tuple(r for r, _ in picked), configs, selector)
 
 
-def _tolerates(t, taint) -> bool:  # type: ignore[no-untyped-def]
+def _tolerates(t: Toleration, taint: DeviceTaint) -> bool:
     if t.effect and t.effect != taint.effect:
         return False
     if t.key and t.key != taint.key:
         return False
     if t.operator in ("", "Equal"):
-        return (t.value or "") == (taint.value or "")
+        return bool((t.value or "") == (taint.value or ""))
     return t.operator == "Exists"

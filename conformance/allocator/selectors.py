@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..cel import CelDevice, CelRuntimeError, compile_selector, encode_device, evaluate_derived
-from ..model.attributes import AttributeValue
+from ..attributes import AttributeValue
 from ..model.slice import Device
 
 
@@ -36,7 +36,7 @@ class SelectorCache:
                 got = evaluate_derived(expression, self.encoded(device, driver))  # type: ignore[arg-type]
             except CelRuntimeError as exc:
                 got = exc
-            self._results[key] = got  # type: ignore[assignment]
+            self._results[key] = got
         if isinstance(got, CelRuntimeError):
             raise got
         return got  # type: ignore[return-value]

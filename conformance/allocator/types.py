@@ -67,7 +67,9 @@ class Features:
 
     @classmethod
     def from_gates(cls, gates: Mapping[str, bool]) -> "Features":
-        g = lambda name: bool(gates.get(name, False))  # noqa: E731
+        def g(name: str) -> bool:
+            return bool(gates.get(name, False))
+
         return cls(
             admin_access=g("DRAAdminAccess"),
             prioritized_list=g("DRAPrioritizedList"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..cases.model import Case
+from ..spec.case import Case
 from ..errors import ApiRejected
 
 __all__ = ["ApiRejected", "Backend", "Capabilities", "HarnessError", "Session"]

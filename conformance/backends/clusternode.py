@@ -22,7 +22,7 @@ from drakit.fake_driver.kube import Kube, KubeClaimSource
 from drakit.fake_hw.inventory import build_inventory
 from drakit.fake_hw.vendors import VENDORS
 
-from ..cases.model import Case
+from ..spec.case import Case
 from .base import HarnessError
 from .driveridentity import driver_api_client
 from .reference import needs_device_metadata

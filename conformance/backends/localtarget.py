@@ -18,7 +18,7 @@ from .base import HarnessError
 from .discovery import Discovery, discover
 
 if TYPE_CHECKING:
-    from .cluster import KubeApi
+    from .kubeapi import KubeApi
 
 
 class Target:
@@ -48,7 +48,7 @@ class LocalTarget(Target):
         except ClusterError as exc:
             raise HarnessError(f"the local cluster{_with(self.requested)} cannot start: {exc}") from None
         try:
-            from .cluster import KubeApi
+            from .kubeapi import KubeApi
             from .clusternode import ClusterNodeSide
             api = KubeApi(str(self.cluster.kubeconfig), None)
             started = {g: v for comp in self.cluster.gates.values() for g, v in comp.items()}

@@ -136,7 +136,7 @@ class NodeRuntime:
         return None
 
     def close(self) -> None:
-        for uid, (node, pod) in list(self.prepared.items()):
+        for node, pod in list(self.prepared.values()):
             self.unprepare(node, pod)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Mapping
 
-from ..cases.model import Case
+from ..spec.case import Case
 from ..errors import ApiRejected
 from ..features import DEFAULT_GATES, LOCKED_GATES, unmet_dependencies
 from ..model import NAMESPACED_KINDS

@@ -7,7 +7,7 @@ broken case never hides its neighbours.
 ``vocabulary`` (the placeholder keys drakit's own profile defines) makes a partial vendor
 profile usable: a placeholder the profile lacks but the vocabulary knows leaves the case loaded
 with ``unresolved`` set (it is skipped as not applicable); any other unknown placeholder is a
-load error. Each case also carries its :mod:`needs <conformance.cases.needs>`.
+load error. Each case also carries its :mod:`needs <drakit.conformance.spec.needs>`.
 
 Limits (the way the API server bounds a request): a case file over ``max_bytes`` (1 MiB unless
 overridden) is refused unread; nesting depth and alias expansion are bounded while the YAML is
@@ -33,9 +33,9 @@ import jsonschema
 from ..errors import FieldError, LoadError, format_path
 from ..features import BY_ID, DEFAULT_GATES
 from ..model import parse_object
+from ..spec.case import Case, NodeSpec, Step
+from ..spec.needs import derive_needs
 from ..yamlmarks import DEFAULT_LIMITS, MarkedDict, YamlLimits, line_of, load_documents
-from .model import Case, NodeSpec, Step
-from .needs import derive_needs
 from .placeholders import resolve, substitute_runtime
 
 SCHEMA_PATH = Path(__file__).with_name("case.v1.json")

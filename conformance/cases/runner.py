@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from ..backends.base import ApiRejected, HarnessError, Session
 from .checks import CHECKS, ExpectationFailed, claim_name
-from .model import Case, Step
+from ..spec.case import Case, Step
 from .placeholders import substitute_runtime
 
 DEFAULT_WITHIN = 60.0

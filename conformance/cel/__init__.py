@@ -75,7 +75,7 @@ Not supported
 
 from __future__ import annotations
 
-from ..model.attributes import AttributeValue
+from ..attributes import AttributeValue
 from ._compile import (CACHE_SIZE, ENGINE_BUDGET_TEXT, MAX_COST, MAX_EXPRESSION_LENGTH, CelUnsupportedError,
                        Selector, compile_selector, validate_expression)
 from ._cost import API_VALUE_BOUND

@@ -350,7 +350,8 @@ def _is_device_map(expr: Any, field: str) -> bool:
     if expr.WhichOneof("expr_kind") != "select_expr":
         return False
     sel = expr.select_expr
-    return sel.field == field and sel.operand.WhichOneof("expr_kind") == "ident_expr" and sel.operand.ident_expr.name == DEVICE
+    return bool(sel.field == field and sel.operand.WhichOneof("expr_kind") == "ident_expr"
+                and sel.operand.ident_expr.name == DEVICE)
 
 
 def _domain_of(expr: Any, field: str) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model.attributes import AttributeValue
+from ..attributes import AttributeValue
 from ._compile import compile_value_expression
 from ._device import EncodedDevice
 from ._errors import CelRuntimeError

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Mapping
 
-from ..model.attributes import AttributeValue, split_qualified_name
+from ..attributes import AttributeValue, split_qualified_name
 from ..quantity import Quantity
 from ..semver import Semver
 from ._values import quantity_message, semver_message

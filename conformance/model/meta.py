@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import FieldError
@@ -18,7 +19,8 @@ class ObjectMeta:
     creation_timestamp: str | None = None
 
 
-def parse_meta(r: Reader, *, namespaced: bool, name_check=check_dns_subdomain) -> ObjectMeta:
+def parse_meta(r: Reader, *, namespaced: bool,
+               name_check: Callable[..., str] = check_dns_subdomain) -> ObjectMeta:
     m = r.obj("metadata", required=True)
     assert m is not None
     name = m.str("name")

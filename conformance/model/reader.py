@@ -6,6 +6,8 @@ Every model parser uses it, so every validation failure carries the path a user 
 
 from __future__ import annotations
 
+import builtins
+
 import re
 from typing import Any, Callable, Iterator, TypeVar
 
@@ -40,7 +42,7 @@ class Reader:
     def at(self, key: str | int) -> tuple[object, ...]:
         return self.path + (key,)
 
-    def str(self, key: str, *, required: bool = False, default: str | None = None) -> str | None:
+    def str(self, key: builtins.str, *, required: builtins.bool = False, default: builtins.str | None = None) -> builtins.str | None:
         v = self.raw(key)
         if v is None or v == "":
             if required:
@@ -50,7 +52,7 @@ class Reader:
             raise FieldError(self.at(key), f"must be a string, got {type_name(v)}")
         return v
 
-    def int(self, key: str, *, required: bool = False, default: int | None = None) -> int | None:
+    def int(self, key: builtins.str, *, required: builtins.bool = False, default: builtins.int | None = None) -> builtins.int | None:
         v = self.raw(key)
         if v is None:
             if required:
@@ -60,7 +62,7 @@ class Reader:
             raise FieldError(self.at(key), f"must be an integer, got {type_name(v)}")
         return v
 
-    def bool(self, key: str, *, default: bool | None = None) -> bool | None:
+    def bool(self, key: builtins.str, *, default: builtins.bool | None = None) -> builtins.bool | None:
         v = self.raw(key)
         if v is None:
             return default
@@ -68,7 +70,7 @@ class Reader:
             raise FieldError(self.at(key), f"must be a boolean, got {type_name(v)}")
         return v
 
-    def obj(self, key: str, *, required: bool = False) -> "Reader | None":
+    def obj(self, key: builtins.str, *, required: builtins.bool = False) -> "Reader | None":
         v = self.raw(key)
         if v is None:
             if required:
@@ -76,7 +78,7 @@ class Reader:
             return None
         return Reader(v, self.at(key))
 
-    def items(self, key: str, *, max_items: int | None = None, required: bool = False) -> Iterator[tuple[Any, tuple[object, ...]]]:
+    def items(self, key: builtins.str, *, max_items: builtins.int | None = None, required: builtins.bool = False) -> Iterator[tuple[Any, tuple[object, ...]]]:
         v = self.raw(key)
         if v is None:
             if required:
@@ -88,12 +90,12 @@ class Reader:
             raise FieldError(self.at(key), f"must have at most {max_items} items, got {len(v)}")
         return ((item, self.at(key) + (i,)) for i, item in enumerate(v))
 
-    def objs(self, key: str, parse: Callable[["Reader"], T], *, max_items: int | None = None,
-             required: bool = False) -> tuple[T, ...]:
+    def objs(self, key: builtins.str, parse: Callable[["Reader"], T], *, max_items: builtins.int | None = None,
+             required: builtins.bool = False) -> tuple[T, ...]:
         return tuple(parse(Reader(item, path)) for item, path in self.items(key, max_items=max_items, required=required))
 
-    def strs(self, key: str, *, max_items: int | None = None, unique: bool = False) -> tuple[str, ...]:
-        out: list[str] = []
+    def strs(self, key: builtins.str, *, max_items: builtins.int | None = None, unique: builtins.bool = False) -> tuple[builtins.str, ...]:
+        out: list[builtins.str] = []
         for item, path in self.items(key, max_items=max_items):
             if not isinstance(item, str):
                 raise FieldError(path, f"must be a string, got {type_name(item)}")
@@ -102,20 +104,20 @@ class Reader:
             out.append(item)
         return tuple(out)
 
-    def str_map(self, key: str) -> dict[str, str]:
+    def str_map(self, key: builtins.str) -> dict[builtins.str, builtins.str]:
         v = self.raw(key)
         if v is None:
             return {}
         if not isinstance(v, dict):
             raise FieldError(self.at(key), f"must be an object, got {type_name(v)}")
-        out: dict[str, str] = {}
+        out: dict[builtins.str, builtins.str] = {}
         for k, val in v.items():
             if not isinstance(val, str):
                 raise FieldError(self.at(key) + (k,), f"must be a string, got {type_name(val)}")
             out[str(k)] = val
         return out
 
-    def ignore(self, *keys: str) -> None:
+    def ignore(self, *keys: builtins.str) -> None:
         self._seen.update(keys)
 
     def done(self) -> None:

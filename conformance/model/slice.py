@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from ..errors import FieldError
 from ..quantity import Quantity
-from .attributes import ALL_KINDS, LIST_KINDS, AttributeValue
+from ..attributes import ALL_KINDS, LIST_KINDS, AttributeValue
 from .capacity import (MAX_VALID_VALUES, DeviceCapacity, RequestPolicy, ValidRange,  # noqa: F401 (re-exported)
                        parse_capacity, quantity_field)
 from .nodealloc import NodeAllocatableResource, parse_node_allocatable_resources

@@ -479,7 +479,7 @@ class NodeCheck:
         requests: dict[tuple[str, str], set[str]] = {}
         for r in results:
             requests.setdefault((r["pool"], r["device"]), set()).add(r.get("request", "").partition("/")[0])
-        for request_names, pool, device, ids, share in answer.devices:
+        for request_names, pool, device, ids, _share in answer.devices:
             extra = set(request_names) - requests.get((pool, device), set())
             if extra:
                 problems.append(f"{name}: device {pool}/{device} serves requests {sorted(extra)} "

@@ -396,7 +396,8 @@ def minimise_divergence(oracle: Any, inp: Mapping[str, Any], **kw: Any) -> tuple
     if first.same:
         return dict(inp), first
     want = signature(first)
-    small = minimise(dict(inp), lambda i: signature(check(i)) == want)
+    small = minimise(dict(inp), lambda i: signature(check(i)) == want,
+                     valid=lambda i: run_ours(i).status != "rejected")
     return small, check(small)
 
 

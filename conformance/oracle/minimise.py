@@ -123,7 +123,7 @@ def candidates(inp: Input) -> Iterator[tuple[str, Input]]:
         yield variant(lambda o, d=d: o["allocated"]["capacity"].pop(d), f"allocated capacity {d}")
     used = {b.get("deviceClassName") for c in claims for r in c["spec"]["devices"].get("requests") or ()
             for b in _bodies(r)}
-    for i, cls in enumerate(inp.get("classes") or []):
+    for cls in inp.get("classes") or []:
         if cls.get("metadata", {}).get("name") not in used:
             yield variant(lambda o, n=cls["metadata"]["name"]: o.__setitem__(
                 "classes", [x for x in o["classes"] if x["metadata"]["name"] != n]), f"class {cls['metadata']['name']}")
@@ -154,10 +154,12 @@ def size(inp: Input) -> int:
     return len(json.dumps(inp, separators=(",", ":")))
 
 
-def minimise(inp: Input, still_fails: Callable[[Input], bool], *, max_tries: int = 5000) -> Input:
-    """Greedy one-deletion-at-a-time reduction; ``still_fails`` must be true for ``inp``."""
-    from .compare import run_ours
+def minimise(inp: Input, still_fails: Callable[[Input], bool], *, valid: Callable[[Input], bool] = lambda _: True,
+             max_tries: int = 5000) -> Input:
+    """Greedy one-deletion-at-a-time reduction; ``still_fails`` must be true for ``inp``.
 
+    A candidate for which ``valid`` is false (an input the reference refuses outright) is never
+    taken, so the result stays a well-formed input."""
     current = copy.deepcopy(inp)
     tries = 0
     progress = True
@@ -167,7 +169,7 @@ def minimise(inp: Input, still_fails: Callable[[Input], bool], *, max_tries: int
             tries += 1
             if tries >= max_tries:
                 break
-            if run_ours(cand).status == "rejected":
+            if not valid(cand):
                 continue
             if still_fails(cand):
                 current = cand

@@ -10,7 +10,6 @@ status periods, the scheduler's flush of unschedulable pods) runs when it does.
 from __future__ import annotations
 
 import copy
-import hashlib
 import itertools
 import uuid
 from typing import Any, List, Mapping
@@ -21,18 +20,17 @@ from ..features import DEFAULT_GATES
 from ..model.status import MAX_RULE_CONDITIONS, validate_claim_devices, validate_conditions
 from .admission import (ApiRejected, check_admin_namespace, check_served, default_claim_spec, default_pod,
                         default_taint_times, rejected, validate)
+from .claims import ClaimController
 from .clock import Clock
 from .fieldgates import drop_disabled_fields
 from .poolstatus import PoolStatusController
 from .queue import SchedulingQueue
-from .scheduler import FINALIZER, MiniScheduler, Outcome, pod_group_name, set_condition
+from .scheduler import MiniScheduler, Outcome, set_condition
 from .state import ParsedCache
-from .store import Conflict, NotFound, ObjectStore, name_suffix, public
+from .store import Conflict, NotFound, ObjectStore, public
 from .taints import TaintEvictionController
 
-POD_CLAIM_NAME = "resource.kubernetes.io/pod-claim-name"
 MAX_ROUNDS = 100
-SCHEDULING_API = "scheduling.k8s.io/v1beta1"
 STATUS_KINDS = ("ResourceClaim", "DeviceTaintRule", "Pod", "PodGroup", "ResourcePoolStatusRequest", "Node")
 
 
@@ -51,6 +49,7 @@ class ReferenceCluster:
         self.store.watchers.append(self.queue.on_event)
         self.scheduler = MiniScheduler(self.store, self.cache, self.gates, self.clock, self.cel_cache, self._next_share_id)
         self.taint_controller = TaintEvictionController(self)
+        self.claims = ClaimController(self)
         self.pool_status = PoolStatusController(self)
         self.node_operations: list[dict[str, Any]] = []   # the kubelet's NodePrepare/NodeUnprepare calls
         # (node, claim uid, driver) -> (claim ns/name, operations skipped), as the kubelet's checkpoint keeps it
@@ -171,7 +170,7 @@ class ReferenceCluster:
         else:
             self.store.delete(kind, name, namespace)
             if kind == "PodGroup":
-                self._owner_gone(obj)
+                self.claims.owner_gone(obj)
         self.reconcile()
 
     def delete_pod(self, pod: dict[str, Any]) -> None:
@@ -181,7 +180,7 @@ class ReferenceCluster:
         self.store.delete("Pod", pod["metadata"]["name"], pod["metadata"].get("namespace"))
         self.scheduler.waiting.pop(pod["metadata"]["uid"], None)
         self._pod_prepared.pop(pod["metadata"]["uid"], None)
-        self._owner_gone(pod)
+        self.claims.owner_gone(pod)
 
     def advance(self, seconds: float) -> None:
         """Let simulated time pass, then let every controller catch up."""
@@ -225,9 +224,9 @@ class ReferenceCluster:
         for _ in range(MAX_ROUNDS):
             before = self.store.revision
             self._node_status()
-            self._pod_group_claims()
-            self._claim_controller()
-            self._release_claims()
+            self.claims.pod_group_claims()
+            self.claims.sync_claims()
+            self.claims.release_claims()
             self.taint_controller.sync()
             self.pool_status.sync()
             self._schedule()
@@ -253,155 +252,6 @@ class ReferenceCluster:
             self.store.update(n)
 
     # ResourceClaim controller -----------------------------------------------------------------
-
-    def _pod_group_claims(self) -> None:
-        """Claims generated from templates for PodGroups (DRAWorkloadResourceClaims)."""
-        if not (self.gates.get("DRAWorkloadResourceClaims") and self.gates.get("GenericWorkload")):
-            return
-        for pg in self.store.list("PodGroup"):
-            if pg["metadata"].get("deletionTimestamp"):
-                continue
-            ns = pg["metadata"].get("namespace", "")
-            have = {s["name"] for s in (pg.get("status") or {}).get("resourceClaimStatuses") or []}
-            new: list[dict[str, str]] = []
-            for gc in (pg.get("spec") or {}).get("resourceClaims") or []:
-                tname = gc.get("resourceClaimTemplateName")
-                if not tname or gc["name"] in have:
-                    continue
-                claim = self._find_generated(pg, gc["name"])
-                if claim is None:
-                    template = self.store.peek("ResourceClaimTemplate", tname, ns)
-                    if template is None:
-                        self.store.record("Warning", "FailedResourceClaimCreation", pg,
-                                          f'PodGroupResourceClaim {gc["name"]}: resource claim template "{tname}": '
-                                          f'resourceclaimtemplate.resource.k8s.io "{tname}" not found')
-                        continue
-                    claim = self._claim_from_template(pg, gc["name"], template, "PodGroup", SCHEDULING_API)
-                new.append({"name": gc["name"], "resourceClaimName": claim["metadata"]["name"]})
-            if new:
-                p = self.store.get("PodGroup", pg["metadata"]["name"], ns)
-                assert p is not None
-                p.setdefault("status", {}).setdefault("resourceClaimStatuses", []).extend(new)
-                self.store.update(p)
-
-    def _find_generated(self, owner: dict[str, Any], entry: str) -> dict[str, Any] | None:
-        for c in self.store.list("ResourceClaim", owner["metadata"].get("namespace")):
-            if (c["metadata"].get("annotations") or {}).get(POD_CLAIM_NAME) == entry and any(
-                    r.get("uid") == owner["metadata"]["uid"] and r.get("controller")
-                    for r in c["metadata"].get("ownerReferences") or []):
-                return c
-        return None
-
-    def _group_claim_for(self, pod: dict[str, Any], ref: dict[str, Any]) -> tuple[bool, str | None]:
-        """(is a PodGroup claim, generated name once known) for a pod's template entry."""
-        if not self.gates.get("DRAWorkloadResourceClaims"):
-            return False, None
-        group = pod_group_name(pod)
-        pg = self.store.peek("PodGroup", group, pod["metadata"].get("namespace")) if group else None
-        if pg is None:
-            return False, None
-        for gc in (pg.get("spec") or {}).get("resourceClaims") or []:
-            if gc.get("name") == ref["name"] and gc.get("resourceClaimTemplateName") == ref.get("resourceClaimTemplateName") \
-                    and gc.get("resourceClaimName") == ref.get("resourceClaimName"):
-                st = {s["name"]: s.get("resourceClaimName") for s in (pg.get("status") or {}).get("resourceClaimStatuses") or []}
-                return True, st.get(ref["name"])
-        return False, None
-
-    def _claim_controller(self) -> None:
-        for pod in self.store.list("Pod"):
-            if pod["metadata"].get("deletionTimestamp"):
-                continue
-            ns = pod["metadata"].get("namespace", "")
-            group = pod_group_name(pod)
-            if group and self.gates.get("GenericWorkload") and self.store.peek("PodGroup", group, ns) is None:
-                continue  # upstream retries until the PodGroup exists
-            have = {s["name"] for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
-            new: list[dict[str, str]] = []
-            for ref in pod["spec"].get("resourceClaims") or []:
-                tname = ref.get("resourceClaimTemplateName")
-                if not tname or ref["name"] in have:
-                    continue
-                is_group, group_claim = self._group_claim_for(pod, ref)
-                if is_group:
-                    if group_claim:
-                        new.append({"name": ref["name"], "resourceClaimName": group_claim})
-                    continue
-                claim = self._find_generated(pod, ref["name"])
-                if claim is None:
-                    template = self.store.peek("ResourceClaimTemplate", tname, ns)
-                    if template is None:
-                        self.store.record("Warning", "FailedResourceClaimCreation", pod,
-                                          f'PodResourceClaim {ref["name"]}: resource claim template "{tname}": '
-                                          f'resourceclaimtemplate.resource.k8s.io "{tname}" not found')
-                        continue
-                    claim = self._claim_from_template(pod, ref["name"], template, "Pod", "v1")
-                new.append({"name": ref["name"], "resourceClaimName": claim["metadata"]["name"]})
-            if new:
-                p = self.store.get("Pod", pod["metadata"]["name"], ns)
-                assert p is not None
-                statuses = (p.get("status") or {}).get("resourceClaimStatuses") or []
-                merged = {s["name"]: s for s in statuses + new}
-                p.setdefault("status", {})["resourceClaimStatuses"] = [merged[k] for k in sorted(merged)]
-                self.store.update(p)
-
-    def _claim_from_template(self, owner: dict[str, Any], entry: str, template: dict[str, Any], kind: str,
-                             api_version: str) -> dict[str, Any]:
-        ns = owner["metadata"].get("namespace", "")
-        tmeta = template["spec"].get("metadata") or {}
-        o = owner["metadata"]["name"]
-        generate = f"{o}-{entry}-"
-        if len(generate) > 57:
-            # truncate both names in proportion, as the controller does (no trailing hyphen then)
-            total = len(generate)
-            generate = o[: len(o) * 57 // total] + "-" + entry[: len(entry) * 57 // total]
-        digest = hashlib.sha256(f"{owner['metadata']['uid']}/{entry}".encode()).hexdigest()
-        claim = {
-            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-            "metadata": {
-                "name": generate + name_suffix(digest), "generateName": generate, "namespace": ns,
-                "labels": dict(tmeta.get("labels") or {}),
-                "annotations": {**(tmeta.get("annotations") or {}), POD_CLAIM_NAME: entry},
-                "ownerReferences": [{"apiVersion": api_version, "kind": kind, "name": owner["metadata"]["name"],
-                                     "uid": owner["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}],
-            },
-            "spec": copy.deepcopy(template["spec"]["spec"]),
-        }
-        return self.store.create(claim)
-
-    def _owner_gone(self, owner: dict[str, Any]) -> None:
-        """A pod or PodGroup is gone: drop it from ``reservedFor``; garbage-collect what it owned."""
-        uid = owner["metadata"]["uid"]
-        for claim in list(self.store.list("ResourceClaim", owner["metadata"].get("namespace"))):
-            reserved = (claim.get("status") or {}).get("reservedFor") or []
-            owned = any(r.get("uid") == uid for r in claim["metadata"].get("ownerReferences") or [])
-            if any(r.get("uid") == uid for r in reserved):
-                c = copy.deepcopy(claim)
-                c["status"]["reservedFor"] = [r for r in reserved if r.get("uid") != uid]
-                self.store.update(c)
-            if owned:
-                stored = self.store.get("ResourceClaim", claim["metadata"]["name"], claim["metadata"].get("namespace"))
-                assert stored is not None
-                stored["metadata"]["deletionTimestamp"] = self.clock.stamp()
-                self.store.update(stored)
-
-    def _release_claims(self) -> None:
-        """Deallocate claims nobody reserves any more; finish deleting claims being deleted."""
-        for claim in list(self.store.list("ResourceClaim")):
-            st = claim.get("status") or {}
-            if st.get("reservedFor"):
-                continue
-            deleting = bool(claim["metadata"].get("deletionTimestamp"))
-            if st.get("allocation") or FINALIZER in (claim["metadata"].get("finalizers") or []):
-                c = copy.deepcopy(claim)
-                c.get("status", {}).pop("allocation", None)
-                c["status"].pop("reservedFor", None) if "status" in c else None
-                c["status"].pop("devices", None) if "status" in c else None  # entries of deallocated devices go too
-                c["metadata"]["finalizers"] = [f for f in c["metadata"].get("finalizers") or [] if f != FINALIZER]
-                self.store.update(c)
-            if deleting:
-                self.store.delete("ResourceClaim", claim["metadata"]["name"], claim["metadata"].get("namespace"))
-
-    # Scheduler ----------------------------------------------------------------------------------
 
     def _schedule(self) -> None:
         self.queue.flush()

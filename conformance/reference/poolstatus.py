@@ -19,13 +19,12 @@ checks whenever its clock moves).
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..quantity import Quantity
 from .clock import parse_time
+from .host import ControllerHost
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .cluster import ReferenceCluster
 
 COMPLETED_TTL = timedelta(hours=1)
 PENDING_TTL = timedelta(hours=24)
@@ -129,7 +128,7 @@ def calculate(request: dict[str, Any], slices: list[dict[str, Any]], claims: lis
 
 
 class PoolStatusController:
-    def __init__(self, cluster: "ReferenceCluster") -> None:
+    def __init__(self, cluster: ControllerHost) -> None:
         self.c = cluster
         self.dropped: set[str] = set()  # requests given up on (incomplete pools)
 

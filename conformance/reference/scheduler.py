@@ -21,30 +21,23 @@ import copy
 import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import timedelta
 from fractions import Fraction
 from typing import Any, Callable, Mapping
 
 from ..allocator import Allocator, AllocationError, Features, NodeAllocationError, NodeInfo, SelectorCache
 from ..model import parse_object
-from ..model.meta import NodeSelector, parse_node_selector, selector_matches
-from ..model.pod import is_extended_resource_name
-from ..model.reader import Reader
-from ..quantity import Quantity
+from ..model.meta import selector_matches
 from . import resources as res
 from .clock import Clock, parse_time
 from .queue import DRA, NODE_AFFINITY, NODE_RESOURCES
-from .state import (DEVICE_CLASS_PREFIX, ParsedCache, allocated_state, classes, extended_resource_classes,
+from .state import (ParsedCache, allocated_state, classes, extended_resource_classes,
                     slices_with_taint_rules)
 from .store import ObjectStore, name_suffix
 
-FINALIZER = "resource.kubernetes.io/delete-protection"
-EXTENDED_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
-SCHEDULING_GROUP = "scheduling.k8s.io"
-BINDING_TIMEOUT = timedelta(seconds=600)  # DynamicResourcesArgs.bindingTimeout default
-OPTIONAL_NODE_OPERATIONS = "DRAOptionalNodeOperations"
-NOT_AVAILABLE = "resourceclaim not available on the node"
-
+from .podclaims import (BINDING_TIMEOUT, EXTENDED_CLAIM_ANNOTATION, FINALIZER, NOT_AVAILABLE, OPTIONAL_NODE_OPERATIONS,
+                        binding_for, binding_state, controller_of, node_selector_of, reserved_for_pod, resolve_claims)
+from .extended import (extended_requests, extended_requests_and_mappings, has_mapped_device,
+                       node_allocatable_statuses)
 
 @dataclass
 class Outcome:
@@ -66,296 +59,6 @@ class Waiting:
 
 
 # --- claims -------------------------------------------------------------------------------------
-
-def _controller(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for r in obj["metadata"].get("ownerReferences") or []:
-        if r.get("controller"):
-            return r
-    return None
-
-
-def _owned_by(obj: Mapping[str, Any], owner: Mapping[str, Any]) -> bool:
-    c = _controller(obj)
-    return c is not None and c.get("uid") == owner["metadata"]["uid"]
-
-
-def pod_group_name(pod: Mapping[str, Any]) -> str | None:
-    return ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
-
-
-def resolve_claims(store: ObjectStore, pod: dict[str, Any], gates: Mapping[str, bool] | None = None
-                   ) -> tuple[list[dict[str, Any]] | None, str | None]:
-    """The pod's claims in spec order (upstream foreachPodResourceClaim), or why not yet."""
-    gates = gates or {}
-    workload = bool(gates.get("DRAWorkloadResourceClaims"))
-    ns = pod["metadata"].get("namespace", "")
-    statuses = {s["name"]: s.get("resourceClaimName") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
-    out = []
-    for ref in pod["spec"].get("resourceClaims") or []:
-        name = ref.get("resourceClaimName")
-        if name is None:
-            if ref["name"] not in statuses:
-                return None, f'pod "{ns}/{pod["metadata"]["name"]}": ResourceClaim not created yet'
-            name = statuses[ref["name"]]
-            if name is None:
-                continue  # intentionally not created
-        claim = store.peek("ResourceClaim", name, ns)
-        if claim is None:
-            return None, f'resourceclaim.resource.k8s.io "{name}" not found'
-        if claim["metadata"].get("deletionTimestamp"):
-            return None, f'resourceclaim "{name}" is being deleted'
-        if ref.get("resourceClaimTemplateName") and not _owned_by(claim, pod):
-            group = pod_group_name(pod)
-            if workload and group:
-                c = _controller(claim)
-                if not (c and c.get("kind") == "PodGroup" and c.get("name") == group
-                        and str(c.get("apiVersion", "")).startswith(SCHEDULING_GROUP + "/")):
-                    return None, (f"ResourceClaim {ns}/{name} was not created for Pod {ns}/{pod['metadata']['name']} "
-                                  f"(neither Pod nor PodGroup {group} is the owner)")
-            else:
-                return None, f"ResourceClaim {ns}/{name} was not created for Pod {ns}/{pod['metadata']['name']} (Pod is not owner)"
-        out.append(claim)
-    return out, None
-
-
-def reserved_for_pod(claim: Mapping[str, Any], pod: Mapping[str, Any], workload: bool) -> bool:
-    """Upstream IsReservedForPod (PodGroup reservations count with DRAWorkloadResourceClaims)."""
-    group = pod_group_name(pod)
-    for r in (claim.get("status") or {}).get("reservedFor") or []:
-        if r.get("uid") == pod["metadata"]["uid"]:
-            return True
-        if workload and group and r.get("apiGroup") == SCHEDULING_GROUP and r.get("resource") == "podgroups" \
-                and r.get("name") == group:
-            return True
-    return False
-
-
-def binding_for(store: ObjectStore, pod: Mapping[str, Any], claim: Mapping[str, Any], gates: Mapping[str, bool]) -> dict[str, str]:
-    """Upstream BindTo: the PodGroup when the pod's claim entry matches one of its group's
-    claims exactly (name and claim/template name), else the pod."""
-    ns = pod["metadata"].get("namespace", "")
-    group = pod_group_name(pod)
-    if gates.get("DRAWorkloadResourceClaims") and group:
-        pg = store.peek("PodGroup", group, ns)
-        if pg is not None:
-            statuses = {s["name"]: s.get("resourceClaimName") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
-            for ref in pod["spec"].get("resourceClaims") or []:
-                name = ref.get("resourceClaimName") or statuses.get(ref["name"])
-                if name != claim["metadata"]["name"]:
-                    continue
-                for gc in (pg.get("spec") or {}).get("resourceClaims") or []:
-                    if gc.get("name") == ref["name"] and gc.get("resourceClaimName") == ref.get("resourceClaimName") \
-                            and gc.get("resourceClaimTemplateName") == ref.get("resourceClaimTemplateName"):
-                        return {"apiGroup": SCHEDULING_GROUP, "resource": "podgroups", "name": group,
-                                "uid": pg["metadata"]["uid"]}
-    return {"resource": "pods", "name": pod["metadata"]["name"], "uid": pod["metadata"]["uid"]}
-
-
-def _node_selector_of(claim: dict[str, Any]) -> NodeSelector | None:
-    raw = ((claim.get("status") or {}).get("allocation") or {}).get("nodeSelector")
-    return parse_node_selector(Reader(raw)) if raw else None
-
-
-def _condition(conds: list[dict[str, Any]] | None, ctype: str) -> dict[str, Any] | None:
-    for c in conds or []:
-        if c.get("type") == ctype:
-            return c
-    return None
-
-
-def binding_state(claim: Mapping[str, Any], now: Any, features_on: bool) -> tuple[bool, str | None]:
-    """(ready, failure) for a claim's binding conditions (isClaimReadyForBinding plus the
-    timeout check): failure is the PreBind error text, ready means every condition is True."""
-    alloc = (claim.get("status") or {}).get("allocation")
-    if not features_on or not alloc:
-        return bool(alloc) or not features_on, None
-    devices = (claim.get("status") or {}).get("devices") or []
-    ready = True
-    for r in (alloc.get("devices") or {}).get("results") or []:
-        if not r.get("bindingConditions"):
-            continue
-        st = next((d for d in devices if d.get("driver") == r["driver"] and d.get("pool") == r["pool"]
-                   and d.get("device") == r["device"] and d.get("shareID") == r.get("shareID")), None)
-        if st is None:
-            ready = False
-            continue
-        for ctype in r.get("bindingFailureConditions") or []:
-            c = _condition(st.get("conditions"), ctype)
-            if c is not None and c.get("status") == "True":
-                return False, (f"device binding failed: claim={claim['metadata']['name']}, reason={c.get('reason', '')}, "
-                               f'message="{c.get("message", "")}"')
-        if not all((_condition(st.get("conditions"), t) or {}).get("status") == "True" for t in r["bindingConditions"]):
-            ready = False
-    if not ready and alloc.get("allocationTimestamp") and any(
-            r.get("bindingConditions") for r in (alloc.get("devices") or {}).get("results") or []):
-        if parse_time(alloc["allocationTimestamp"]) + BINDING_TIMEOUT < now:
-            return False, f"device binding timeout: claim={claim['metadata']['name']}"
-    return ready, None
-
-
-# --- extended resources -------------------------------------------------------------------------
-
-def is_dra_extended_resource_name(name: str) -> bool:
-    return is_extended_resource_name(name) or name.startswith(DEVICE_CLASS_PREFIX)
-
-
-def _extended_requests(pod: dict[str, Any], class_map: Mapping[str, str]) -> dict[str, Fraction]:
-    """Non-zero pod-level requests of DRA-backed extended resources, when any maps to a class."""
-    reqs = res.pod_requests(pod)
-    named = {k: v for k, v in reqs.items() if v != 0 and is_dra_extended_resource_name(k)}
-    if not any(k in class_map for k in named):
-        return {}
-    return named
-
-
-def _container_list(pod: Mapping[str, Any]) -> tuple[list[dict[str, Any]], int]:
-    init = list(pod["spec"].get("initContainers") or [])
-    return init + list(pod["spec"].get("containers") or []), len(init)
-
-
-def _int_request(c: Mapping[str, Any], name: str) -> tuple[int, list[str]]:
-    resources = c.get("resources") or {}
-    reqs = dict(resources.get("requests") or {})
-    for k, v in (resources.get("limits") or {}).items():
-        reqs.setdefault(k, v)
-    if name not in reqs:
-        return 0, sorted(reqs)
-    qv = Quantity.parse(str(reqs[name])).value
-    return (int(qv) if qv.denominator == 1 else 0), sorted(reqs)
-
-
-def extended_requests_and_mappings(pod: dict[str, Any], names: list[str], class_map: Mapping[str, str]
-                                   ) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
-    """Upstream createRequestsAndMappings: one request ``container-<i>-request-<j>`` per
-    long-lived container and resource; plain init containers reuse later long-lived requests and
-    only the largest init shortfall is kept."""
-    containers, n_init = _container_list(pod)
-    long_lived = [i for i, c in enumerate(containers) if i >= n_init or c.get("restartPolicy") == "Always"]
-    short_lived = [i for i in range(n_init) if i not in long_lived]
-    requests: list[dict[str, Any]] = []
-    mappings: list[dict[str, str]] = []
-
-    def make(i: int, name: str, cls: str, reusable: list[dict[str, Any] | None]) -> tuple[dict[str, Any] | None, list[dict[str, str]]]:
-        count, keys = _int_request(containers[i], name)
-        if count == 0:
-            return None, []
-        maps: list[dict[str, str]] = []
-        total = 0
-        for r in reusable:
-            if r is not None:
-                total += r["exactly"]["count"]
-                maps.append({"containerName": containers[i]["name"], "resourceName": name, "requestName": r["name"]})
-                if total >= count:
-                    return None, maps
-        req_name = f"container-{i}-request-{keys.index(name)}"
-        maps.append({"containerName": containers[i]["name"], "resourceName": name, "requestName": req_name})
-        return {"name": req_name, "exactly": {"deviceClassName": cls, "allocationMode": "ExactCount",
-                                              "count": count - total}}, maps
-
-    for name in sorted(names):
-        cls = class_map.get(name)
-        if cls is None:
-            continue
-        long_reqs: list[dict[str, Any] | None] = [None] * len(containers)
-        long_maps: list[dict[str, str]] = []
-        for i in long_lived:
-            r, m = make(i, name, cls, [])
-            long_reqs[i] = r
-            long_maps.extend(m)
-        best: dict[str, Any] | None = None
-        short_names: list[str] = []
-        short_maps: list[dict[str, str]] = []
-        for i in short_lived:
-            r, m = make(i, name, cls, long_reqs[i:])
-            if r is not None:
-                short_names.append(r["name"])
-                if best is None or best["exactly"]["count"] < r["exactly"]["count"]:
-                    best = r
-            short_maps.extend(m)
-        if best is not None and len(set(short_names)) > 1:
-            for mapping in short_maps:
-                if mapping["requestName"] in short_names and mapping["requestName"] != best["name"]:
-                    mapping["requestName"] = best["name"]
-        if best is not None:
-            requests.append(best)
-        requests.extend(r for r in long_reqs if r is not None)
-        mappings.extend(long_maps + short_maps)
-    requests.sort(key=lambda r: r["name"])
-    return requests, mappings
-
-
-# --- node-allocatable resources -----------------------------------------------------------------
-
-def node_allocatable_statuses(pod: Mapping[str, Any], claims: list[tuple[str, dict[str, Any], dict[str, Any]]],
-                              devices: Mapping[tuple[str, str, str], Any]) -> tuple[list[dict[str, Any]], str | None]:
-    """``pod.status.nodeAllocatableResourceClaimStatuses`` for the pod's claims (buildNodeAllocatableDRAInfo).
-    ``claims``: (pod entry name or "", claim, allocation); ``devices``: id -> model Device."""
-    by_claim: dict[str, dict[str, Any]] = {}
-    for _entry, claim, alloc in claims:
-        mapped: dict[str, Fraction] = {}
-        overhead: dict[str, dict[str, Fraction]] = {}
-        for r in (alloc.get("devices") or {}).get("results") or []:
-            dev = devices.get((r["driver"], r["pool"], r["device"]))
-            if dev is None or not dev.node_allocatable:
-                continue
-            for rname, spec in dev.node_allocatable.items():
-                if spec.mapping is not None:
-                    m = spec.mapping
-                    if m.capacity_key:
-                        consumed = r.get("consumedCapacity")
-                        if consumed is None:
-                            return [], (f"claim {claim['metadata'].get('namespace')}/{claim['metadata']['name']}, device "
-                                        f"{r['device']}: ConsumedCapacity is nil, but Capacity key '{m.capacity_key}' is "
-                                        f"set in NodeAllocatableResources for resource {rname}")
-                        if m.capacity_key in consumed:
-                            amount = res.q(consumed[m.capacity_key])
-                            if m.capacity_multiplier is not None:
-                                amount *= m.capacity_multiplier.value
-                            mapped[rname] = mapped.get(rname, Fraction(0)) + amount
-                    elif m.device_multiplier is not None:
-                        mapped[rname] = mapped.get(rname, Fraction(0)) + m.device_multiplier.value
-                if spec.overhead is not None and (spec.overhead.per_pod is not None or spec.overhead.per_container is not None):
-                    o = overhead.setdefault(rname, {})
-                    if spec.overhead.per_pod is not None:
-                        o["perPod"] = o.get("perPod", Fraction(0)) + spec.overhead.per_pod.value
-                    if spec.overhead.per_container is not None:
-                        o["perContainer"] = o.get("perContainer", Fraction(0)) + spec.overhead.per_container.value
-        if mapped or overhead:
-            by_claim[claim["metadata"]["name"]] = {
-                "resourceClaimName": claim["metadata"]["name"], "containers": [],
-                "mapping": [{"name": k, "quantity": _qty(v, k)} for k, v in sorted(mapped.items())],
-                "overhead": [{"name": k, **{f: _qty(v[f], k) for f in ("perPod", "perContainer") if f in v}}
-                             for k, v in sorted(overhead.items())],
-            }
-    entry_to_claim = {entry: claim["metadata"]["name"] for entry, claim, _ in claims if entry}
-    containers, _ = _container_list(pod)
-    for c in containers:
-        for ref in (c.get("resources") or {}).get("claims") or []:
-            name = entry_to_claim.get(ref.get("name"))
-            if name in by_claim and c["name"] not in by_claim[name]["containers"]:
-                by_claim[name]["containers"].append(c["name"])
-    out = [by_claim[k] for k in sorted(by_claim)]
-    for st in out:
-        if not st["mapping"]:
-            del st["mapping"]
-        if not st["overhead"]:
-            del st["overhead"]
-    return out, None
-
-
-def _qty(v: Fraction, resource: str) -> str:
-    return str(Quantity.from_number(v, "DecimalSI" if resource == "cpu" else "BinarySI"))
-
-
-def has_mapped_device(alloc: Mapping[str, Any] | None, devices: Mapping[tuple[str, str, str], Any]) -> bool:
-    for r in ((alloc or {}).get("devices") or {}).get("results") or []:
-        dev = devices.get((r["driver"], r["pool"], r["device"]))
-        if dev is not None and any(s.mapping is not None for s in dev.node_allocatable.values()):
-            return True
-    return False
-
-
-# --- the scheduler ------------------------------------------------------------------------------
 
 class MiniScheduler:
     def __init__(self, store: ObjectStore, cache: ParsedCache, gates: Mapping[str, bool], clock: Clock,
@@ -384,14 +87,13 @@ class MiniScheduler:
         nodes = sorted(self.store.list("Node"), key=lambda n: n["metadata"]["name"])
         if not nodes:
             return Outcome(None, "Unschedulable", "0/0 nodes are available: no nodes available to schedule pods.")
-        ns = pod["metadata"].get("namespace", "")
         features = Features.from_gates(g)
         now = self.clock.now()
         device_classes = classes(self.store, self.cache)
 
         # PreFilter: extended resources backed by DRA.
         class_map = extended_resource_classes(self.store) if g.get("DRAExtendedResource") else {}
-        ext = _extended_requests(pod, class_map) if class_map else {}
+        ext = extended_requests(pod, class_map) if class_map else {}
         ext_claim = self._existing_extended_claim(pod) if ext else None
         if ext_claim is not None and (ext_claim.get("status") or {}).get("allocation"):
             claims = claims + [ext_claim]
@@ -452,7 +154,7 @@ class MiniScheduler:
             declared = tuple((node.get("status") or {}).get("declaredFeatures") or ())
             problem = None
             for c in allocated:
-                sel = _node_selector_of(c)
+                sel = node_selector_of(c)
                 skips = any(r.get("skipNodeOperations") for r in ((c["status"]["allocation"].get("devices") or {}).get("results") or []))
                 if c["metadata"]["name"] in unavailable or (sel is not None and not selector_matches(sel, name, labels)) \
                         or (skips and OPTIONAL_NODE_OPERATIONS not in declared):
@@ -536,7 +238,7 @@ class MiniScheduler:
         ns = pod["metadata"].get("namespace", "")
         for c in self.store.list("ResourceClaim", ns):
             if (c["metadata"].get("annotations") or {}).get(EXTENDED_CLAIM_ANNOTATION) == "true":
-                owner = _controller(c)
+                owner = controller_of(c)
                 if owner and owner.get("uid") == pod["metadata"]["uid"] and owner.get("name") == pod["metadata"]["name"]:
                     return c
         return None

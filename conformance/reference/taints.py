@@ -22,13 +22,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
 from .clock import parse_time
-from .scheduler import pod_group_name, reserved_for_pod
+from .podclaims import pod_group_name, reserved_for_pod
+from .host import ControllerHost
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .cluster import ReferenceCluster
 
 RULE_STATUS_PERIOD = timedelta(seconds=10)
 CONDITION = "EvictionInProgress"
@@ -65,7 +64,7 @@ def _time(v: Any) -> datetime | None:
 
 
 class TaintEvictionController:
-    def __init__(self, cluster: "ReferenceCluster") -> None:
+    def __init__(self, cluster: ControllerHost) -> None:
         self.c = cluster
         self.scheduled: dict[str, datetime] = {}     # pod uid -> eviction time (pending)
         self.evicted: set[str] = set()

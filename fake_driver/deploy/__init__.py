@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from drakit.fake_driver.classes import device_classes
-from drakit.fake_driver.cli import DEFAULT_SHAPE
+from drakit.fake_hw.shapes import DEFAULT_SHAPE
 from drakit.fake_hw.shapes import bundled_shapes
 from drakit.fake_hw.vendors import VENDORS
 

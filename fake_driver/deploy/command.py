@@ -18,7 +18,7 @@ def _csv(text: str) -> list[str]:
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``manifests`` to the ``drakit driver`` subcommands."""
-    from drakit.fake_driver.cli import DEFAULT_SHAPE
+    from drakit.fake_hw.shapes import DEFAULT_SHAPE
     from drakit.fake_driver.deploy import DEFAULT_IMAGE, KNOWN_DRIVERS
 
     p: argparse.ArgumentParser = subparsers.add_parser(

@@ -21,7 +21,6 @@ import os
 import threading
 from concurrent import futures
 from dataclasses import dataclass
-from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterator
 

@@ -6,7 +6,7 @@ import pytest
 
 from drakit.conformance.allocator import AllocatedState, AllocationError, Features, NodeAllocationError
 
-from .helpers import ANY, CLASS_A, allocate, allocate_raw, claim, dclass, device, first, req, rslice, sub
+from .helpers import allocate, allocate_raw, claim, dclass, device, first, req, rslice, sub
 
 
 # --- pool order and gathering ---------------------------------------------------------------

@@ -13,7 +13,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import pytest
 
 from drakit.clusters.local.launcher import LocalCluster
 from drakit.clusters.local.pytest_fixture import skip_or_fail, skip_reason

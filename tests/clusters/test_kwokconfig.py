@@ -127,9 +127,9 @@ def test_kwok_nodes_declare_features_on_the_cluster(local_cluster):
         assert 'node "kwokcfg-own" does not support DRANodeAllocatableResources' in message
     finally:
         for name in ("kwokcfg-bare", "kwokcfg-own"):
-            for delete in (lambda: custom.delete_cluster_custom_object("resource.k8s.io", "v1", "resourceslices",
-                                                                       f"{name}-cpus"),
-                           lambda: core.delete_node(name)):
+            for delete in (lambda n=name: custom.delete_cluster_custom_object("resource.k8s.io", "v1", "resourceslices",
+                                                                              f"{n}-cpus"),
+                           lambda n=name: core.delete_node(n)):
                 try:
                     delete()
                 except client.ApiException:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from drakit.conformance.errors import ApiRejected
-from drakit.conformance.reference.scheduler import extended_requests_and_mappings
+from drakit.conformance.reference.extended import extended_requests_and_mappings
 
 from .helpers import DRIVER, NS, claim, cluster, condition, device_class, node, pod, results, running, slice_, standard, template
 

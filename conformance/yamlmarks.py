@@ -167,7 +167,7 @@ def _construct_sequence(loader: _Loader, node: yaml.SequenceNode) -> MarkedList:
 def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> int:
     try:
         return SafeConstructor.construct_yaml_int(loader, node)
-    except ValueError as exc:  # e.g. more digits than Python converts
+    except ValueError:  # e.g. more digits than Python converts
         raise ConstructorError(None, None, f"integer of {len(str(node.value)):,} characters: too long to read",
                                node.start_mark) from None
 

@@ -21,7 +21,15 @@ key                   value
                       ``device.attributes['gpu.acme.example.com'].numa`` or
                       ``device.capacity['gpu.acme.example.com'].memory``
 ``value.<role>.<k>``  a concrete value from ``values``, as a string
+``dut.driver``        the driver under test (``driverUnderTest.role``, default:
+                      the first role)
+``dut.class``         the DeviceClass that selects its devices
+``dut.role``          its role
 ====================  ==========================================================
+
+``driverUnderTest`` (:class:`DriverUnderTest`) is what the driver suite holds that driver to
+(pool layout, attribute types, numaNode, optional behaviours, the env its CDI edits give a
+container) and how drakit's local cluster starts its kubelet plugin (:class:`PluginSpec`).
 
 A profile whose drivers are all drakit's fake drivers describes the fake driver
 (:attr:`VendorProfile.fake`); any other profile describes a vendor's own driver, which runs in
@@ -77,6 +85,30 @@ def fake_driver_names() -> frozenset[str]:
 
 
 @dataclass(frozen=True, slots=True)
+class PluginSpec:
+    """How drakit's local cluster starts the driver's kubelet plugin (clusters.local.vendorplugin)."""
+
+    command: tuple[str, ...]
+    folders: tuple[str, ...] = ()
+    device_classes: tuple[tuple[str, str], ...] = ()  # (name, CEL selector)
+
+
+@dataclass(frozen=True, slots=True)
+class DriverUnderTest:
+    """The driver the driver suite checks, and what it is held to."""
+
+    role: str
+    driver: str
+    class_name: str | None
+    pools: str = "per-node"
+    numa_node: bool = False
+    attribute_types: tuple[tuple[str, str, str], ...] = ()  # (key, qualified name, type)
+    optional: tuple[str, ...] = ()
+    container_env: tuple[tuple[str, str], ...] = ()
+    plugin: PluginSpec | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class VendorProfile:
     """A validated vendor profile. Mappings are kept as tuples of pairs, in file order."""
 
@@ -89,6 +121,7 @@ class VendorProfile:
     shapes: tuple[str, ...] = ()
     description: str = ""
     source: str = field(default="<profile>", compare=False)
+    under_test: DriverUnderTest | None = None
 
     def driver(self, role: str) -> str:
         return dict(self.drivers)[role]
@@ -117,6 +150,11 @@ class VendorProfile:
             flat[f"attr.{ref.role}.{ref.key}"] = ref.qualified
             flat[f"cel.{ref.role}.{ref.key}"] = f"device.capacity['{ref.domain}'].{ref.identifier}"
         flat.update({f"value.{role}.{key}": value for role, key, value in self.values})
+        if self.under_test is not None:
+            flat["dut.role"] = self.under_test.role
+            flat["dut.driver"] = self.under_test.driver
+            if self.under_test.class_name:
+                flat["dut.class"] = self.under_test.class_name
         return flat
 
     def describe(self) -> dict[str, Any]:
@@ -203,7 +241,36 @@ def parse_profile(data: object, source: str = "<profile>") -> VendorProfile:
         classes=tuple((str(k), str(c)) for k, c in classes.items()),
         attributes=attributes, capacities=capacities, values=tuple(values),
         shapes=tuple(data.get("shapes") or ()), description=str(data.get("description") or ""), source=source,
+        under_test=_under_test(data, drivers, classes, attributes, fail),
     )
+
+
+def _under_test(data: Mapping[str, Any], drivers: Mapping[str, str], classes: Mapping[str, str],
+                attributes: tuple[NameRef, ...], fail: Any) -> DriverUnderTest:
+    dut: Mapping[str, Any] = data.get("driverUnderTest") or {}
+    role = str(dut.get("role") or next(iter(drivers)))
+    if role not in drivers:
+        raise fail(("driverUnderTest", "role"), f"role {role!r} has no entry under drivers")
+    class_key = str(dut.get("class") or role)
+    if "class" in dut and class_key not in classes:
+        raise fail(("driverUnderTest", "class"), f"class key {class_key!r} has no entry under classes")
+    names = {r.key: r.qualified for r in attributes if r.role == role}
+    types = []
+    for key, kind in (dut.get("attributeTypes") or {}).items():
+        if key not in names:
+            raise fail(("driverUnderTest", "attributeTypes", key),
+                       f"attribute {key!r} of role {role!r} has no entry under attributes.{role}")
+        types.append((str(key), names[key], str(kind)))
+    plugin = None
+    if dut.get("plugin"):
+        raw = dut["plugin"]
+        plugin = PluginSpec(tuple(raw["command"]), tuple(raw.get("folders") or ()),
+                            tuple((c["name"], c["selector"]) for c in raw.get("deviceClasses") or ()))
+    return DriverUnderTest(role=role, driver=drivers[role], class_name=classes.get(class_key),
+                           pools=str(dut.get("pools") or "per-node"), numa_node=bool(dut.get("numaNode")),
+                           attribute_types=tuple(types), optional=tuple(dut.get("optional") or ()),
+                           container_env=tuple((str(k), str(v)) for k, v in (dut.get("containerEnv") or {}).items()),
+                           plugin=plugin)
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,9 +1,13 @@
-"""``drakit node-check``: check any DRA driver's kubelet plugin over gRPC, without a cluster.
+"""``drakit node-check``: check any DRA driver's kubelet plugin over gRPC, playing the kubelet.
 
 Wire into ``drakit`` with ``add_parsers(subparsers)`` and ``run(args)``. Exit status: 0 when no
-case failed, 1 when one did, 2 for bad usage. With ``--out DIR`` it writes
+required case failed (findings, failed optional cases, are listed but do not fail the run), 1
+when one did, 2 for bad usage (one line: an unreadable claims file, a claim that is not
+allocated, an API server that cannot be reached, ...). With ``--out DIR`` it writes
 ``node-check.json`` (a list of results.json cases, backend ``node-plugin``) and
-``node-check.txt`` (the summary it also prints).
+``node-check.txt`` (the summary it also prints). With ``--kubeconfig`` the claims come from the
+API server: the ``--claims`` given are re-read there, and without ``--claims`` node-check makes
+its own for the devices the driver publishes on its node, and deletes them at the end.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXPECT = "drakit.dev/node-check-expect"
 DEFAULT_CDI_DIRS = (Path("/etc/cdi"), Path("/var/run/cdi"))
 
 
@@ -26,7 +31,15 @@ def add_parsers(subparsers: Any) -> None:
                    help="kubelet plugin registry folder holding <driver>-reg.sock")
     p.add_argument("--driver", required=True, help="driver name the plugin must report")
     p.add_argument("--claims", type=Path, default=None,
-                   help="allocated ResourceClaims (YAML/JSON) the driver can look up")
+                   help="allocated ResourceClaims (YAML/JSON) the driver can look up; claims pods use "
+                        "(status.reservedFor) are prepared but never unprepared")
+    p.add_argument("--kubeconfig", default=None,
+                   help="the API server the driver uses: node-check re-reads --claims there, or, "
+                        "without --claims, makes its own claims for the driver's published devices")
+    p.add_argument("--context", default=None, help="kubeconfig context (default: current-context)")
+    p.add_argument("--node", default=None,
+                   help="with --kubeconfig: the node the plugin serves (default: the only node with "
+                        "devices of the driver)")
     p.add_argument("--cdi-dir", type=Path, action="append", default=None,
                    help="CDI spec folder (repeatable; default: /etc/cdi and /var/run/cdi)")
     p.add_argument("--out", type=Path, default=None, help="folder for node-check.json and .txt")
@@ -36,35 +49,69 @@ def add_parsers(subparsers: Any) -> None:
 def run(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
     from drakit.fake_driver.plugin.claims import ClaimSourceError, load_claim_documents
 
-    from .checks import NodeCheck, Options, render_text
+    from .apiclaims import ApiClaims, UsageError
+    from .checks import NodeCheck, Options, driver_results
+    from .outcome import decides_failure, render_text
+
+    def usage(message: str) -> int:
+        print(f"drakit node-check: {message}", file=sys.stderr)
+        return EXIT_USAGE
 
     claims: list[dict[str, Any]] = []
     if args.claims is not None:
         try:
             claims = load_claim_documents(args.claims)
         except ClaimSourceError as err:
-            print(f"drakit node-check: {err}", file=sys.stderr)
-            return EXIT_USAGE
+            return usage(str(err))
     if not args.registry_dir.is_dir():
-        print(f"drakit node-check: {args.registry_dir}: no such folder", file=sys.stderr)
-        return EXIT_USAGE
-    rerun = ["drakit", "node-check", "--registry-dir", str(args.registry_dir), "--driver", args.driver]
-    if args.claims is not None:
-        rerun += ["--claims", str(args.claims)]
-    for d in args.cdi_dir or ():
-        rerun += ["--cdi-dir", str(d)]
-    options = Options(registry_dir=args.registry_dir.absolute(), driver=args.driver, claims=claims,
-                      claims_file=str(args.claims or ""),
-                      cdi_dirs=tuple(d.absolute() for d in args.cdi_dir or DEFAULT_CDI_DIRS), timeout=args.timeout,
-                      rerun=shlex.join(rerun))
-    cases = NodeCheck(options).run()
-    text = render_text(cases, args.driver)
+        return usage(f"{args.registry_dir}: no such folder")
+    api: ApiClaims | None = None
+    header: list[str] = []
+    try:
+        if args.kubeconfig is not None or args.context is not None:
+            api = ApiClaims(args.kubeconfig, args.context, args.driver, args.node)
+            if claims:
+                claims = api.current(claims)
+            else:
+                node, claims = api.make()
+                header.append(f"claims: {len(claims)} made by node-check in namespace {api.namespace} for "
+                              f"devices the driver publishes on node {node or '(all nodes)'}; deleted at the end")
+        for claim in claims:
+            meta = claim["metadata"]
+            where = f"{args.claims or 'claims'}: ResourceClaim {meta.get('namespace', '')}/{meta['name']}"
+            if not (claim.get("status") or {}).get("allocation"):
+                raise UsageError(f"{where} is not allocated (a driver prepares allocated claims only)")
+            if not meta.get("uid"):
+                raise UsageError(f"{where} has no metadata.uid")
+            if not driver_results(claim, args.driver) and not meta.get("annotations", {}).get(EXPECT):
+                header.append(f"note: {where} has no device of {args.driver}; it is not used")
+        in_use = [c["metadata"]["name"] for c in claims if (c.get("status") or {}).get("reservedFor")]
+        if in_use:
+            header.append(f"in use by pods, prepared but never unprepared: {', '.join(in_use)}")
+        rerun = ["drakit", "node-check", "--registry-dir", str(args.registry_dir), "--driver", args.driver]
+        for flag, value in (("--claims", args.claims), ("--kubeconfig", args.kubeconfig),
+                            ("--context", args.context), ("--node", args.node)):
+            if value is not None:
+                rerun += [flag, str(value)]
+        for d in args.cdi_dir or ():
+            rerun += ["--cdi-dir", str(d)]
+        options = Options(registry_dir=args.registry_dir.absolute(), driver=args.driver, claims=claims,
+                          claims_file=str(args.claims or ""),
+                          cdi_dirs=tuple(d.absolute() for d in args.cdi_dir or DEFAULT_CDI_DIRS),
+                          timeout=args.timeout, rerun=shlex.join(rerun))
+        cases = NodeCheck(options).run()
+    except UsageError as err:
+        return usage(str(err))
+    finally:
+        if api is not None:
+            api.cleanup()
+    text = render_text(cases, args.driver, header)
     sys.stdout.write(text)
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "node-check.json").write_text(json.dumps(cases, indent=2) + "\n", encoding="utf-8")
         (args.out / "node-check.txt").write_text(text, encoding="utf-8")
-    return EXIT_FAILED if any(c["status"] in ("failed", "error") for c in cases) else EXIT_OK
+    return EXIT_FAILED if any(decides_failure(c) for c in cases) else EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -89,7 +89,8 @@ class ExtraDevice(FakeDriver):
 
 
 class FailsTheCall(FakeDriver):
-    """Fails the whole RPC when any claim fails, and forgets to answer unknown claims."""
+    """Fails the whole RPC when any claim fails (as upstream's kubelet-plugin helper does when a
+    claim cannot be fetched)."""
 
     def prepare(self, refs):  # type: ignore[override]
         out = super().prepare(refs)
@@ -97,16 +98,45 @@ class FailsTheCall(FakeDriver):
             raise RuntimeError("boom")
         return out
 
+
+class ForgetsUnknown(FakeDriver):
+    """Leaves claims it does not know out of the unprepare answer."""
+
     def unprepare(self, refs):  # type: ignore[override]
         known = self.prepared()
         return {uid: e for uid, e in super().unprepare(refs).items() if uid in known}
 
 
+class PreparesMissing(FakeDriver):
+    """Reports success, with no devices, for a claim that does not exist."""
+
+    def prepare(self, refs):  # type: ignore[override]
+        return {uid: ClaimOutcome((), None) if o.error and "not found" in o.error else o
+                for uid, o in super().prepare(refs).items()}
+
+
+def test_a_call_error_for_a_missing_claim_is_accepted(short_tmp, inventory):
+    """The kubelet's contract: a failed call means the answer is ignored, and the kubelet never
+    sends a claim it could not fetch; upstream's helper fails the whole call (issue 12)."""
+    claims = sample_claims(inventory, GPU)
+    driver = FailsTheCall(config_for(short_tmp), inventory, MemoryClaimSource(claims))
+    server = PluginServer(driver)
+    server.start()
+    try:
+        cases = {c["id"]: c for c in run_node_check(options(short_tmp, GPU, claims))}
+    finally:
+        server.stop(0)
+    for case in ("node/prepare-missing-claim", "node/prepare-batch"):
+        assert cases[case]["status"] == "passed", cases[case]["failure"]
+        assert "fails" in cases[case]["description"]  # the note says which way the driver went
+    assert cases["node/prepare-unknown-device"]["status"] == "passed"  # refused by failing the call
+
+
 @pytest.mark.parametrize("broken, failing", [
     (WrongCdiIds, {"node/cdi-specs"}),
     (ExtraDevice, {"node/prepare-devices", "node/prepare-concurrent"}),
-    (FailsTheCall, {"node/unprepare-unknown-claim", "node/prepare-missing-claim", "node/prepare-batch",
-                    "node/prepare-unknown-device"}),
+    (ForgetsUnknown, {"node/unprepare-unknown-claim"}),
+    (PreparesMissing, {"node/prepare-missing-claim", "node/prepare-batch"}),
 ])
 def test_fails_on_a_broken_plugin(short_tmp, inventory, broken, failing):
     claims = sample_claims(inventory, GPU)
@@ -133,7 +163,8 @@ def test_cli_writes_results_and_exit_codes(start_plugin, short_tmp, inventory, c
             "--claims", str(claims_file), "--cdi-dir", str(short_tmp / "cdi"), "--out", str(short_tmp / "out")]
     assert run(parser.parse_args(argv)) == 0
     out = capsys.readouterr().out
-    assert "PASS  node/prepare-devices" in out and out.rstrip().endswith("0 failed, 0 errors, 1 skipped")
+    assert "PASS    node/prepare-devices" in out
+    assert out.rstrip().endswith("0 failed, 0 errors, 1 skipped, 0 findings")
     cases = json.loads((short_tmp / "out" / "node-check.json").read_text())
     assert cases[0]["rerun"].startswith("drakit node-check --registry-dir ")
     assert (short_tmp / "out" / "node-check.txt").read_text() == out

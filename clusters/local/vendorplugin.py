@@ -1,0 +1,115 @@
+"""A vendor's DRA kubelet plugin started on a local node, from its profile's command template.
+
+A vendor profile may say how to start its driver's kubelet plugin (``plugin.command``, a list of
+arguments with ``{placeholders}``; schema ``fake_driver/profile.schema.json``). drakit starts one
+per node of the local cluster, in a private mount namespace that dies with the plugin:
+
+- ``/run`` is a private tmpfs there, with ``/run/cdi`` (so ``/var/run/cdi``) bound to the node's
+  CDI folder: drivers write CDI specs to ``/var/run/cdi`` whatever flag they take (upstream's
+  test driver writes its device-metadata specs there whatever ``--cdi-dir`` says), and the
+  host's own ``/run`` is never written;
+- the folders the plugin expects (``plugin.folders``) are made first (upstream's test driver
+  refuses to start without ``<datadir>/<driver>``).
+
+Placeholders: ``{node}`` (the node name), ``{kubeconfig}`` (an admin kubeconfig of the cluster),
+``{registryDir}`` (the kubelet's plugin registry folder), ``{pluginsDir}`` (the kubelet's plugins
+folder, the parent of ``<pluginsDir>/<driver>``), ``{cdiDir}`` (the node's CDI folder) and
+``{drakitBin}`` (drakit's binary cache, where ``drakit cluster build`` puts upstream's test
+driver). A plugin is ready when a registration socket naming its driver is in the registry.
+"""
+
+from __future__ import annotations
+
+import shutil
+import string
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import procs
+
+# sh runs in the new mount namespace: $0 is the CDI folder, "$@" the plugin's command
+_NAMESPACE_SCRIPT = ('mount -n -t tmpfs -o mode=0755 drakit-run /run && mkdir -p /run/cdi && '
+                     'mount -n --bind "$0" /run/cdi && exec "$@"')  # -n: no utab on the host
+PLACEHOLDERS = ("node", "kubeconfig", "registryDir", "pluginsDir", "cdiDir", "drakitBin")
+
+
+class PluginStartError(Exception):
+    """The plugin could not be started or did not register; one line with the log's tail."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFolders:
+    """The folders of one node a plugin works in."""
+
+    registry_dir: Path
+    plugins_dir: Path
+    cdi_dir: Path
+
+
+def render(template: Sequence[str], values: Mapping[str, str]) -> list[str]:
+    """The command with every ``{name}`` filled in; an unknown name is a ``KeyError``."""
+    out = []
+    for arg in template:
+        names = {f for _, f, _, _ in string.Formatter().parse(arg) if f}
+        unknown = names - set(values)
+        if unknown:
+            raise KeyError(f"unknown placeholder {{{sorted(unknown)[0]}}} in {arg!r} "
+                           f"(known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)})")
+        out.append(arg.format_map(values))
+    return out
+
+
+class VendorPlugin:
+    """One plugin process on one node; ``start`` waits until it registered."""
+
+    def __init__(self, driver: str, command: Sequence[str], folders: Sequence[str], node: str,
+                 node_folders: NodeFolders, kubeconfig: Path, bin_dir: Path, log: Path) -> None:
+        self.driver = driver
+        self.node = node
+        self.folders = node_folders
+        self.values = {"node": node, "kubeconfig": str(kubeconfig), "registryDir": str(node_folders.registry_dir),
+                       "pluginsDir": str(node_folders.plugins_dir), "cdiDir": str(node_folders.cdi_dir),
+                       "drakitBin": str(bin_dir)}
+        self.argv = render(command, self.values)
+        self.make = [Path(p) for p in render(folders, self.values)]
+        self.log = log
+        self.info: procs.ProcInfo | None = None
+        self._popen: dict[int, object] = {}
+
+    @property
+    def registration_socket(self) -> Path:
+        return self.folders.registry_dir / f"{self.driver}-reg.sock"
+
+    def start(self, timeout: float = 30.0) -> None:
+        if not shutil.which("unshare"):
+            raise PluginStartError("starting a vendor plugin needs unshare (util-linux) on PATH")
+        for d in (self.folders.registry_dir, self.folders.plugins_dir, self.folders.cdi_dir, *self.make):
+            d.mkdir(parents=True, exist_ok=True)
+        self.registration_socket.unlink(missing_ok=True)  # a stale one would look like a registration
+        argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", _NAMESPACE_SCRIPT,
+                str(self.folders.cdi_dir), *self.argv]
+        popen, self.info = procs.spawn(f"plugin-{self.driver}-{self.node}", argv, self.log, die_with_parent=True)
+        self._popen = {popen.pid: popen}
+        deadline = time.monotonic() + timeout
+        while not self.registration_socket.is_socket():
+            if popen.poll() is not None or time.monotonic() > deadline:
+                tail = self.log.read_text(errors="replace").strip().splitlines()[-3:] if self.log.exists() else []
+                self.stop()
+                what = "exited" if popen.poll() is not None else f"did not register within {timeout:.0f} s"
+                raise PluginStartError(f"the {self.driver} plugin on node {self.node} {what}: "
+                                       f"{' | '.join(tail) or '(no output)'} (log {self.log})")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.info is not None:
+            procs.stop([self.info], timeout=10, popen=self._popen)  # type: ignore[arg-type]
+            self.info = None
+
+    def restart(self, timeout: float = 30.0) -> None:
+        self.stop()
+        self.start(timeout)
+
+    def alive(self) -> bool:
+        return self.info is not None and procs.info_alive(self.info)

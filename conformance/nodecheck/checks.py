@@ -100,8 +100,16 @@ class NodeCheck:
         return [c for c in self.o.claims if not expects_error(c) and driver_results(c, self.o.driver)]
 
     def owned_claims(self) -> list[dict[str, Any]]:
-        """Valid claims node-check may prepare and unprepare (no pod uses them)."""
-        return [c for c in self.valid_claims() if not in_use(c)]
+        """Valid claims node-check may prepare and unprepare: no pod uses them, nor a device of
+        theirs (a driver may rightly refuse a device another prepared claim holds)."""
+        busy = {(r["pool"], r["device"]) for c in self.valid_claims() if in_use(c)
+                for r in driver_results(c, self.o.driver)}
+        return [c for c in self.valid_claims() if not in_use(c)
+                and not busy & {(r["pool"], r["device"]) for r in driver_results(c, self.o.driver)}]
+
+    def checked_claims(self) -> list[dict[str, Any]]:
+        """The claims of the prepare lifecycle: those pods use (prepare only), then node-check's own."""
+        return [c for c in self.valid_claims() if in_use(c)] + self.owned_claims()
 
     def disjoint(self, claims: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         chosen: list[dict[str, Any]] = []
@@ -291,7 +299,7 @@ class NodeCheck:
         a claim in use is only prepared (twice) and inspected."""
         if self.observations:
             return self.observations
-        for claim in self.valid_claims():
+        for claim in self.checked_claims():
             obs = Observation(claim, owned=not in_use(claim))
             self.observations[_name(claim)] = obs
             uid = claim_ref(claim)[2]

@@ -172,3 +172,30 @@ def test_cli_writes_results_and_exit_codes(start_plugin, short_tmp, inventory, c
     assert run(parser.parse_args(wrong)) == 1
     missing = ["node-check", "--registry-dir", str(short_tmp / "nope"), "--driver", GPU]
     assert run(parser.parse_args(missing)) == 2
+
+
+class RecordsUnprepare(FakeDriver):
+    unprepared: list[str] = []
+
+    def unprepare(self, refs):  # type: ignore[override]
+        type(self).unprepared += [r.uid for r in refs]
+        return super().unprepare(refs)
+
+
+def test_a_claim_pods_use_is_prepared_but_never_unprepared(short_tmp, inventory):
+    claims = sample_claims(inventory, GPU)
+    used = next(c for c in claims if c["metadata"]["name"] == "single")
+    used["status"]["reservedFor"] = [{"resource": "pods", "name": "p", "uid": "0f0e6a32-0000-4000-8000-00000000000a"}]
+    driver = RecordsUnprepare(config_for(short_tmp), inventory, MemoryClaimSource(claims))
+    server = PluginServer(driver)
+    server.start()
+    try:
+        cases = {c["id"]: c for c in run_node_check(options(short_tmp, GPU, claims))}
+        assert used["metadata"]["uid"] in driver.prepared()  # still prepared for its pod
+    finally:
+        server.stop(0)
+    assert used["metadata"]["uid"] not in RecordsUnprepare.unprepared
+    steps = [s["name"] for s in cases["node/prepare-devices"]["steps"]]
+    assert "prepare (in use by pods: not unprepared) single" in steps
+    assert cases["node/prepare-devices"]["status"] == "passed", cases["node/prepare-devices"]["failure"]
+    assert RecordsUnprepare.unprepared  # the claims node-check owns were unprepared

@@ -466,6 +466,9 @@ def test_custom_profile_file(tmp_path):
         "cel.gpu.memory": "device.capacity['gpu.vendor.example'].hbm",
         "value.gpu.model": "v9",
         "value.gpu.big": "true",
+        "dut.role": "gpu",  # the driver under test: the first role unless driverUnderTest says
+        "dut.driver": "gpu.vendor.example",
+        "dut.class": "gpu.vendor.example",
     }
 
 

@@ -41,7 +41,7 @@ def _one_line(exc: BaseException) -> str:
 class ApiClaims:
     def __init__(self, kubeconfig: str | None, context: str | None, driver: str, node: str | None) -> None:
         from drakit.conformance.backends.base import HarnessError
-        from drakit.conformance.backends.cluster import KubeApi
+        from drakit.conformance.backends.kubeapi import KubeApi
         try:
             self.api = KubeApi(kubeconfig, context)
             self.api.version()

@@ -11,7 +11,7 @@ import pytest
 from drakit.clusters.local import build
 from drakit.clusters.local.pytest_fixture import skip_or_fail
 from drakit.clusters.local.vendorplugin import NodeFolders, VendorPlugin, render
-from drakit.conformance.backends.cluster import KubeApi
+from drakit.conformance.backends.kubeapi import KubeApi
 from drakit.conformance.nodecheck.cli import add_parsers, run
 from drakit.fake_driver.profile import load_vendor_profile
 

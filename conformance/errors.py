@@ -43,11 +43,17 @@ class LoadError(Exception):
     path: str | None = None
     first: str | None = None  # "file:line" of the other place
 
+    MAX_MESSAGE = 400  # a message quoting a huge value stays one readable line
+
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else self.file
         if self.first:
             where = f"{self.first} and {where}"
-        return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+        message = " ".join(self.message.split())
+        if len(message) > self.MAX_MESSAGE:
+            message = f"{message[:self.MAX_MESSAGE]}... ({len(message) - self.MAX_MESSAGE:,} more characters)"
+        path = self.path if self.path is None or len(self.path) <= self.MAX_MESSAGE else self.path[:self.MAX_MESSAGE] + "..."
+        return f"{where}: {path}: {message}" if path else f"{where}: {message}"
 
 
 class ApiRejected(Exception):

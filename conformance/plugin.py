@@ -28,7 +28,7 @@ from .spec.needs import vendor_unmet
 from .cases.runner import run_case
 from .errors import LoadError
 from .features import FEATURES, parse_gates
-from .results import ResultsCollector
+from .results import ResultsCollector, bound_strings
 
 BACKEND_ORDER = ("reference", "cluster")
 SUFFIX = ".case.yaml"
@@ -208,7 +208,7 @@ class CaseItem(pytest.Item):
         data = {"id": c.id, "backend": self.backend, "title": c.title, "description": c.description,
                 "features": list(c.features), "profile": c.profile, "file": c.file, "line": c.line,
                 "steps": [], "failure": None, **extra}
-        self.user_properties.append(("drakit", json.dumps(data, sort_keys=True, default=str)))
+        self.user_properties.append(("drakit", json.dumps(bound_strings(data), sort_keys=True, default=str)))
 
     def _error(self, summary: str) -> CaseFailed:
         """Record a case the harness could not run as an error (results are never lost) and
@@ -304,7 +304,8 @@ def render_failure(case: Case, failure: dict[str, Any]) -> str:
         lines.append(f"  actual:   {json.dumps(failure.get('actual'), default=str)[:500]}")
     if failure.get("detail"):
         lines.append(failure["detail"])
-    return "\n".join(lines)
+    from drakit.reports import shorten
+    return "\n".join(shorten(line, 500) for text in lines for line in str(text).splitlines())
 
 
 def _one_line(exc: BaseException) -> str:

@@ -21,13 +21,29 @@ from typing import Any, Callable, TextIO
 
 import pytest
 
-from drakit.reports import clean_text
+from drakit.reports import clean_text, shorten
 
 from .features import FEATURES
 
 SCHEMA_VERSION = "drakit.results/v1"
 BACKEND_RANK = {"reference": 0, "cluster": 1}
 _FEATURE_RANK = {f.id: i for i, f in enumerate(FEATURES)}
+
+
+MAX_STRING = 256 * 1024  # any one string a case records (a failure's text, a dump) is kept up to this
+
+
+def bound_strings(value: Any) -> Any:
+    """*value* (JSON data) with every string longer than :data:`MAX_STRING` cut, saying so."""
+    if isinstance(value, str):
+        if len(value) <= MAX_STRING:
+            return value
+        return f"{value[:MAX_STRING]}... ({len(value) - MAX_STRING:,} more characters not kept)"
+    if isinstance(value, dict):
+        return {k: bound_strings(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [bound_strings(v) for v in value]
+    return value
 
 
 def _now() -> str:
@@ -226,6 +242,8 @@ class ProgressReporter:
 
     MAX_DETAILS = 10
     MAX_DETAIL_LINES = 60
+    MAX_LINE = 200  # the one-line mention of a failure as it happens
+    MAX_DETAIL_LINE = 500  # a line of the failure details at the end (the one long showing)
     REFRESH_SECONDS = 0.1
 
     def __init__(self, stream: TextIO, *, mode: str, verbose: bool = False, color: bool = False,
@@ -276,7 +294,7 @@ class ProgressReporter:
             summary = summary.splitlines()[0] if summary else next(
                 (line.strip() for line in reversed(text.splitlines()) if line.strip()), status)
             if self.mode != "quiet":
-                self._print(f"{self._paint(status.upper())} {label}: {summary}")
+                self._print(f"{self._paint(status.upper())} {label}: {shorten(summary, self.MAX_LINE)}")
         elif self.verbose and first:
             self._print(f"{self._paint(status.upper())} {label} ({report.duration:.2f} s)")
         self._progress(final=False)
@@ -289,7 +307,7 @@ class ProgressReporter:
         self._print("")
         self._print(f"failure details ({len(shown)} of {len(self.details)}):")
         for block in shown:
-            lines = block.splitlines()
+            lines = [shorten(line, self.MAX_DETAIL_LINE) for line in block.splitlines()]
             if len(lines) > self.MAX_DETAIL_LINES:
                 lines = lines[: self.MAX_DETAIL_LINES] + [f"... {len(lines) - self.MAX_DETAIL_LINES} more lines in report.html"]
             self._print("")

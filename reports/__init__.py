@@ -338,6 +338,13 @@ def first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else ""
 
 
+def shorten(text: str, limit: int, where: str = "results.json") -> str:
+    """*text* cut to *limit* characters, saying how much more there is and where it is kept."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit:,} more characters in {where})"
+
+
 _CREDENTIAL_KEY = re.compile(
     r"token|passw(or)?d|passphrase|secret|authori[sz]ation|clientkey|privatekey|apikey|bearer|"
     r"credential|cookie|sessionkey"

@@ -19,6 +19,7 @@ from drakit.reports import (
     first_line,
     matrix_backends,
     rollup,
+    shorten,
     sorted_cases,
     without_failure_payloads,
 )
@@ -26,6 +27,7 @@ from drakit.reports import (
 __all__ = ["render_summary", "progress_line", "PROGRESS_STATUSES"]
 
 MAX_FAILURES = 10
+MAX_LINE = 200  # a failure's summary in the list; the full text is in results.json and report.html
 MAX_DIVERGENCES = 5
 PROGRESS_STATUSES = ("passed", "failed", "error", "skipped")
 _SGR = {"passed": "32", "failed": "1;31", "error": "1;35", "skipped": "90", "xfail": "34",
@@ -130,7 +132,7 @@ def render_summary(results: Mapping[str, Any], *, color: bool, matrix: bool = Tr
         lines += ["", "failures:"]
         for case in broken[:MAX_FAILURES]:
             label = _paint(_LABEL[case["status"]], case["status"], color)
-            lines.append(f"  {label} {case['id']} [{case['backend']}]: {first_line(case['failure']['summary'])}")
+            lines.append(f"  {label} {case['id']} [{case['backend']}]: {shorten(first_line(case['failure']['summary']), MAX_LINE)}")
             if case.get("rerun"):
                 lines.append(f"    rerun: {case['rerun']}")
         if len(broken) > MAX_FAILURES:

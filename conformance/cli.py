@@ -7,7 +7,9 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
+
+from .crash import CRASH_DIR_ENV, EXIT_BUG, last_resort
 
 SUITES = Path(__file__).with_name("suites")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -82,6 +84,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+@last_resort
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "run":
@@ -152,8 +155,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     pytest_args += [str(p) for p in paths]
     mode, color = progress_mode(quiet=args.quiet, plain=args.plain, stream=sys.stdout)
     progress = ProgressReporter(sys.stdout, mode=mode, verbose=args.verbose, color=color)
+    os.environ.setdefault(CRASH_DIR_ENV, str(out.absolute()))  # a bug's traceback lands beside results.json
     code = pytest.main(pytest_args, plugins=[progress])
-    if code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR):
+    if code == pytest.ExitCode.INTERNAL_ERROR:  # the one line was printed by ProgressReporter
+        return EXIT_BUG
+    if code == pytest.ExitCode.USAGE_ERROR:
         return EXIT_USAGE
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
         print("drakit: no cases matched", file=sys.stderr)
@@ -188,16 +194,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path(args.results).parent
     if args.merge:
         from drakit.reports import merge_cases
-        try:
-            for source in args.merge:
-                extra = json.loads(Path(source).read_text(encoding="utf-8"))
-                if isinstance(extra, dict):  # another results.json: its cases and backends
-                    results = merge_cases(results, extra["cases"], extra["environment"]["backends"])
-                else:  # a list of cases, as drakit node-check writes it
-                    results = merge_cases(results, extra)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            print(f"drakit: --merge {source}: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+        for source in args.merge:
+            try:
+                results = _merge(results, Path(source), merge_cases, load_results)
+            except (OSError, ValueError, RecursionError, ResultsError) as exc:
+                print(f"drakit: --merge {source}: {_merge_problem(exc)}", file=sys.stderr)
+                return EXIT_USAGE
     out.mkdir(parents=True, exist_ok=True)
     if args.merge:  # the merged results become the run's results.json, with its reports
         from .results import write_results
@@ -207,6 +209,33 @@ def cmd_report(args: argparse.Namespace) -> int:
     for _name, path in sorted(written.items()):
         print(f"wrote {path}")
     return EXIT_OK
+
+
+def _merge(results: dict, source: Path, merge_cases: Any, load_results: Any) -> dict:
+    """*results* with the cases of *source*: another results.json (read and validated as one)
+    or a list of cases, as ``drakit node-check`` writes it."""
+    text = source.read_text(encoding="utf-8")
+    extra = json.loads(text)
+    if isinstance(extra, dict):
+        other = load_results(source)
+        return merge_cases(results, other["cases"], other["environment"]["backends"])
+    if not isinstance(extra, list):
+        raise ValueError(f"expected a results.json object or a list of cases, found {type(extra).__name__}")
+    from drakit.reports import validate_cases
+    validate_cases(extra, source="cases")
+    return merge_cases(results, extra)
+
+
+def _merge_problem(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deep to be drakit results"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text: {exc.reason} at byte {exc.start}"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"line {exc.lineno} column {exc.colno}: not valid JSON: {exc.msg}"
+    if isinstance(exc, OSError):
+        return f"cannot read: {exc.strerror or exc}"
+    return str(exc)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

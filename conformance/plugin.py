@@ -22,7 +22,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from .cases.loader import MAX_BYTES, CaseIds, load_file, parse_size
+from .cases.loader import MAX_BYTES, CaseIds, LoadResult, load_file, parse_size
 from .spec.case import Case
 from .spec.needs import vendor_unmet
 from .cases.runner import run_case
@@ -172,9 +172,13 @@ class CaseFile(pytest.File):
             display = str(self.path.relative_to(self.config.rootpath))
         except ValueError:
             display = str(self.path)
-        loaded = self.config.stash[_CASE_IDS].admit(load_file(
-            self.path, self.config.stash[_PROFILE], display=display, vocabulary=self.config.stash[_VOCABULARY],
-            max_bytes=self.config.stash[_MAX_BYTES]))
+        try:
+            loaded = self.config.stash[_CASE_IDS].admit(load_file(
+                self.path, self.config.stash[_PROFILE], display=display, vocabulary=self.config.stash[_VOCABULARY],
+                max_bytes=self.config.stash[_MAX_BYTES]))
+        except Exception as exc:  # noqa: BLE001 - a loader bug: this file errors, the others still run
+            from .crash import report_bug
+            loaded = LoadResult((), (LoadError(display, None, report_bug(exc, context=f"loading {display}")),))
         for err in loaded.errors:
             yield LoadErrorItem.from_parent(self, name=f"load-error[{display}:{err.line or 0}]", error=err)
         backends = self.config.stash[_BACKENDS]["names"]
@@ -244,7 +248,13 @@ class CaseItem(pytest.Item):
             session = _backend(self.config, self.backend).open(self.case)
         except Exception as exc:  # noqa: BLE001 - any harness failure becomes this case's error
             raise self._error(f"harness: setting up the case failed: {_one_line(exc)}") from None
-        outcome = run_case(self.case, session)
+        try:
+            outcome = run_case(self.case, session)
+        except Exception as exc:  # noqa: BLE001 - a bug in the runner: the case is an error, never lost
+            from .crash import report_bug
+            with contextlib.suppress(Exception):
+                session.close(failed=True)
+            raise self._error(report_bug(exc, context=f"case {self.case.id} [{self.backend}]")) from None
         failure = outcome.failure
         status = outcome.status
         try:
@@ -261,7 +271,8 @@ class CaseItem(pytest.Item):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, CaseFailed):
             return excinfo.value.text
-        return super().repr_failure(excinfo)
+        from .crash import report_bug  # anything else escaping the item is a drakit bug
+        return report_bug(excinfo.value, context=f"case {self.case.id} [{self.backend}]")
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, self.case.line - 1, f"{self.case.id} [{self.backend}]"

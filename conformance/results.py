@@ -274,8 +274,15 @@ class ProgressReporter:
         self.total = len(ids)  # every worker collects the same ids, or xdist aborts the run
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        if report.failed:
-            self._print(clean_text(f"ERROR collecting {report.nodeid or '.'}:\n{report.longreprtext.rstrip()}"))
+        if report.failed:  # not a case file (drakit's own never fail to collect): a conftest.py, say
+            last = next((line.strip() for line in reversed(report.longreprtext.splitlines()) if line.strip()), "")
+            self._print(clean_text(f"ERROR collecting {report.nodeid or '.'}: {shorten(last, self.MAX_LINE)}"))
+
+    def pytest_internalerror(self, excrepr: Any, excinfo: pytest.ExceptionInfo[BaseException]) -> bool:
+        """A bug inside the run: one line and the crash file, never pytest's INTERNALERROR dump."""
+        from .crash import report_bug
+        self._print(f"drakit: {report_bug(excinfo.value)}")
+        return True
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

@@ -168,6 +168,35 @@ def validate_results(obj: Any, *, source: str = "results") -> None:
             fail(f"$.summary.{name}", f"is {obj['summary'][name]} but the cases hold {count}")
 
 
+def validate_cases(cases: Any, *, source: str) -> None:
+    """Raise :class:`ResultsError` unless *cases* is a list of valid results cases (what
+    ``drakit node-check`` writes, to be merged into a run)."""
+    import jsonschema
+    schema = _schema()
+    validator = jsonschema.Draft202012Validator({"$defs": schema["$defs"], "type": "array",
+                                                 "items": {"$ref": "#/$defs/case"}})
+    error = jsonschema.exceptions.best_match(validator.iter_errors(cases))
+    if error is not None:
+        raise ResultsError(f"{source}: {error.json_path}: {_one_line(error.message)}")
+
+
+_TOO_DEEP = object()
+MAX_DEPTH = 100  # results nest about 20 deep (object dumps in diagnostics); the renderers recurse
+
+
+def _too_deep(value: Any, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
+    return False
+
+
 def load_results(path: str | Path) -> dict[str, Any]:
     """Read and validate a results file. Every problem is a :class:`ResultsError` naming the file."""
     path = Path(path)
@@ -181,6 +210,10 @@ def load_results(path: str | Path) -> dict[str, Any]:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ResultsError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+    except RecursionError:  # too deep for the decoder itself
+        obj = _TOO_DEEP
+    if obj is _TOO_DEEP or _too_deep(obj, MAX_DEPTH):
+        raise ResultsError(f"{path}: nested deeper than {MAX_DEPTH} levels: not a drakit results file") from None
     validate_results(obj, source=str(path))
     result: dict[str, Any] = obj
     return result

@@ -134,7 +134,7 @@ def test_collection_errors_are_printed_even_when_quiet() -> None:
     out = io.StringIO()
     progress = ProgressReporter(out, mode="quiet")
     progress.pytest_collectreport(pytest.CollectReport("suite/x.py", "failed", "ImportError: no module y", []))
-    assert out.getvalue() == "ERROR collecting suite/x.py:\nImportError: no module y\n"
+    assert out.getvalue() == "ERROR collecting suite/x.py: ImportError: no module y\n"
 
 
 class Stream(io.StringIO):

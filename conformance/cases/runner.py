@@ -7,7 +7,6 @@ target an expectation is checked once; on a real cluster it is polled until ``wi
 from __future__ import annotations
 
 import time
-import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -71,9 +70,9 @@ def run_case(case: Case, session: Session, *, clock: Callable[[], float] = time.
         except Exception as exc:  # a bug in drakit: report it with the trace, never lose the result
             rec.status = "error"
             rec.duration = clock() - t0
+            from ..crash import report_bug
             return _failed(case, session, records, _Failure(
-                step.line, f"internal error: {type(exc).__name__}: {exc}", status="error",
-                detail="".join(traceback.format_exception(exc))))
+                step.line, report_bug(exc, context=f"case {case.id}, step {step.index + 1}"), status="error"))
         rec.duration = clock() - t0
     return Outcome("passed", records)
 

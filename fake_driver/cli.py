@@ -27,6 +27,7 @@ import threading
 from pathlib import Path
 from typing import Any, Sequence
 
+from drakit.conformance.crash import last_resort
 from drakit.fake_hw.shapes import DEFAULT_SHAPE
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -137,6 +138,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
     from drakit.fake_driver.plugin import FakePlugin, FileClaimSource, KubernetesClaimSource, PluginConfig
+    from drakit.fake_driver.plugin.checkpoint import CheckpointError
     from drakit.fake_driver.plugin.claims import ClaimSource, ClaimSourceError
     from drakit.fake_driver.kube import KubeClaimSource, KubeError, KubeSlicePublisher
     from drakit.fake_driver.plugin.files import PathTooLong
@@ -167,6 +169,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         source: ClaimSource
         publishers: list[SlicePublisher] = []
         if args.claims is not None:
+            if not args.claims.exists():
+                raise ValueError(f"--claims {args.claims}: no such claims file or folder")
             source = FileClaimSource(args.claims, status_dir=state_dir / "claim-status")
         elif args.in_cluster or args.kubeconfig:
             kube = _kube(args)
@@ -190,9 +194,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
         plugin.start()
         if api_publisher is not None:
             api_publisher.start()
-    except (ShapeError, ValueError, PathTooLong, ClaimSourceError, FileExistsError, OSError, KubeError) as err:
+    except (ShapeError, ValueError, PathTooLong, ClaimSourceError, FileExistsError, OSError, KubeError,
+            CheckpointError) as err:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if isinstance(err, CheckpointError):  # bad state: say what the driver does about it
+            print(f"drakit driver serve: {err}; not started: the driver will not guess which claims it "
+                  f"prepared (move the file aside to start with none prepared; the kubelet prepares "
+                  f"them again)", file=sys.stderr)
+            return EXIT_FAILED
         print(f"drakit driver serve: {err}", file=sys.stderr)
         return EXIT_USAGE
 
@@ -244,6 +254,7 @@ def cmd_controller(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+@last_resort
 def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     parser = argparse.ArgumentParser(prog="drakit")

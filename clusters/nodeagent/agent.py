@@ -199,6 +199,9 @@ class NodeAgent:
             if error is None:
                 for key, _ in pending:
                     self._claims[key.uid].prepared = True
+            else:  # none of them is prepared: each says why (its own error, else the call's)
+                for key, _ in pending:
+                    claim_errors.setdefault(key.uid, error)
             self._save()
             return PodResult(pod_uid, tuple(self._claim_result(k, claim_errors.get(k.uid))
                                             for k, _, _ in parsed), error)

@@ -78,19 +78,28 @@ class AgentCheckpoint:
         self.path = state_dir / FILE_NAME
 
     def load(self) -> dict[str, ClaimInfo]:
+        """The claims of the checkpoint; ``CheckpointError`` (one line, the file) when it exists
+        but cannot be trusted, whatever is wrong with it."""
         try:
             outer = json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return {}
-        except ValueError as err:
-            raise CheckpointError(f"{self.path}: not JSON: {err}") from None
-        data = outer.get("Data")
+        except OSError as err:
+            raise CheckpointError(f"{self.path}: cannot read: {err.strerror or err}") from None
+        except (ValueError, RecursionError) as err:
+            raise CheckpointError(f"{self.path}: not JSON: {str(err).splitlines()[0] if str(err) else err!r}") from None
+        data = outer.get("Data") if isinstance(outer, dict) else None
         if not isinstance(data, str) or zlib.crc32(data.encode()) != outer.get("Checksum"):
             raise CheckpointError(f"{self.path}: checksum mismatch (file corrupted)")
-        inner = json.loads(data)
-        if inner.get("kind") != KIND or inner.get("apiVersion") != API_VERSION:
-            raise CheckpointError(f"{self.path}: not a {API_VERSION} {KIND}")
-        return {e["ClaimUID"]: ClaimInfo.from_entry(e) for e in inner.get("Entries") or []}
+        try:
+            inner = json.loads(data)
+            if inner.get("kind") != KIND or inner.get("apiVersion") != API_VERSION:
+                raise CheckpointError(f"{self.path}: not a {API_VERSION} {KIND}")
+            return {e["ClaimUID"]: ClaimInfo.from_entry(e) for e in inner.get("Entries") or []}
+        except CheckpointError:
+            raise
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as err:
+            raise CheckpointError(f"{self.path}: unreadable entries: {type(err).__name__}: {err}") from None
 
     def save(self, claims: dict[str, ClaimInfo]) -> None:
         data = json.dumps({"kind": KIND, "apiVersion": API_VERSION,

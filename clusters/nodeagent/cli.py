@@ -20,6 +20,8 @@ import threading
 from pathlib import Path
 from typing import Any, Sequence
 
+from drakit.conformance.crash import last_resort
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
@@ -81,9 +83,15 @@ def run(args: argparse.Namespace) -> int:
         except KubeError as err:
             print(f"drakit node-agent: {err}", file=sys.stderr)
             return EXIT_USAGE
-    agent = NodeAgent(args.registry_dir, args.node, state_dir=args.state_dir,
-                      optional_node_operations=args.optional_node_operations,
-                      driver_wait=args.driver_wait, on_health=on_health)
+    from .checkpoint import CheckpointError
+    try:
+        agent = NodeAgent(args.registry_dir, args.node, state_dir=args.state_dir,
+                          optional_node_operations=args.optional_node_operations,
+                          driver_wait=args.driver_wait, on_health=on_health)
+    except CheckpointError as err:  # bad state: say what the agent does about it
+        print(f"drakit node-agent: {err}; not started: the agent will not guess which claims are "
+              f"prepared (move the file aside to start with none)", file=sys.stderr)
+        return EXIT_FAILED
     agent.start()
     runtime = None
     try:
@@ -126,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
         agent.stop()
 
 
+@last_resort
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="drakit")
     add_parsers(parser.add_subparsers(dest="command", required=True))

@@ -23,8 +23,6 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Iterable, Protocol
 
-import yaml
-
 Claim = dict[str, Any]
 
 
@@ -119,13 +117,22 @@ def load_claim_documents(path: Path) -> list[Claim]:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise ClaimSourceError(f"{path}: cannot read: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise ClaimSourceError(f"{path}: not UTF-8 text: {err.reason} at byte {err.start}") from None
+    from drakit.conformance.errors import LoadError
+    from drakit.conformance.yamlmarks import load_documents
     try:
         if path.suffix == ".json":
             docs: list[Any] = [json.loads(text)]
-        else:
-            docs = list(yaml.safe_load_all(text))
-    except (ValueError, yaml.YAMLError) as err:
+        else:  # the kit's YAML loader, with its bounds on depth and aliases
+            docs = [doc for _, doc in load_documents(text, str(path))]
+    except LoadError as err:
+        where = f"line {err.line}: " if err.line else ""
+        raise ClaimSourceError(f"{path}: not valid JSON/YAML: {where}{err.message.removeprefix('YAML: ')}") from None
+    except ValueError as err:
         raise ClaimSourceError(f"{path}: not valid JSON/YAML: {str(err).splitlines()[0]}") from None
+    except RecursionError:
+        raise ClaimSourceError(f"{path}: nested too deep to hold claims") from None
     claims: list[Claim] = []
 
     def visit(doc: Any) -> None:
@@ -141,8 +148,11 @@ def load_claim_documents(path: Path) -> list[Claim]:
                     raise ClaimSourceError(f"{path}: a ResourceClaim without metadata.name")
                 claims.append(doc)
 
-    for doc in docs:
-        visit(doc)
+    try:
+        for doc in docs:
+            visit(doc)
+    except RecursionError:
+        raise ClaimSourceError(f"{path}: nested too deep to hold claims") from None
     return claims
 
 
@@ -239,7 +249,13 @@ class KubernetesClaimSource:
             try:
                 config.load_incluster_config()
             except Exception:  # not in a pod: fall back to KUBECONFIG / ~/.kube/config
-                config.load_kube_config()
+                try:
+                    config.load_kube_config()
+                except Exception as err:  # noqa: BLE001 - the client raises several kinds
+                    first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+                    raise ClaimSourceError(
+                        f"no claims to read: not in a pod and no usable kubeconfig ($KUBECONFIG or "
+                        f"~/.kube/config: {first}); give --claims FILE, --kubeconfig PATH or --in-cluster") from None
             api = client.ResourceV1Api()
         self.api = api
 

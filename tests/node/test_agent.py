@@ -198,3 +198,32 @@ def test_local_node_for_the_reference_backend(inventory):
         assert list(node.cdi_dir.iterdir()) == []
         root = node.root
     assert not root.exists()
+
+
+def test_a_failed_call_fails_each_of_its_claims(short_tmp, inventory):
+    """A NodePrepareResources call that fails as a whole (here: the driver answers after the
+    call's deadline) leaves none of its claims prepared, and each claim of the answer says so."""
+    from drakit.clusters.nodeagent import RetryPolicy
+    from drakit.fake_driver.plugin import FakePlugin, FunctionClaimSource
+
+    from .conftest import config_for
+    claims = {c["metadata"]["name"]: c for c in (reserved(claim("a", ("gpu", GPU, "gpu0")), POD),
+                                                 reserved(claim("b", ("gpu", GPU, "gpu1")), POD))}
+
+    def slow_get(namespace, name):
+        time.sleep(0.6)
+        return copy.deepcopy(claims.get(name))
+
+    plugin = FakePlugin(config_for(short_tmp), inventory, FunctionClaimSource(slow_get))
+    plugin.start()
+    try:
+        with NodeAgent(short_tmp / "registry", NODE, call_timeout=0.3,
+                       retry=RetryPolicy(attempts=1)) as agent:
+            result = agent.prepare(POD, list(claims.values()))
+            assert not result.ok and "DEADLINE_EXCEEDED" in result.error
+            answer = result.to_json()["claims"]
+            assert [c["name"] for c in answer] == ["a", "b"]
+            assert all(c["error"] == result.error and c["devices"] == [] for c in answer), answer
+            assert not any(i.prepared for i in agent.claim_infos().values())
+    finally:
+        plugin.stop()

@@ -30,8 +30,21 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPars
     b = sub.add_parser("build", help="build the local control plane binaries (Go needed; cached outside the repo)")
     b.add_argument("--force", action="store_true", help="rebuild even when the cached binaries are current")
 
-    up = sub.add_parser("up", help="start a cluster and print its kubeconfig")
+    up = sub.add_parser(
+        "up", help="start a cluster with the fake drivers' nodes and print its kubeconfig",
+        description="local (default): etcd, kube-apiserver, kube-controller-manager, kube-scheduler 1.37.2 "
+                    "and kwok on 127.0.0.1, plus --nodes real kubelet nodes (kubelet 1.37.2 over drakit's fake CRI, "
+                    "each in a private mount namespace; needs root, else kwok nodes only) named node-1, node-2, ... "
+                    "with the fake hardware --hardware, each running the fake drivers of that hardware (registered "
+                    "with the kubelet, publishing their ResourceSlices), the drivers' controller and DeviceClasses. "
+                    "kind: a kind cluster with the fake driver installed (needs Docker).")
     up.add_argument("--provider", default="local", choices=PROVIDERS)
+    up.add_argument("--nodes", type=int, default=1,
+                    help="local: real kubelet nodes with the fake drivers (default: 1; 0: control plane and kwok only)")
+    up.add_argument("--hardware", default=None,
+                    help="bundled fake_hw shape every node emulates (default: server-8gpu)")
+    up.add_argument("--no-device-metadata", action="store_true",
+                    help="local: the fake drivers write no device metadata files")
     up.add_argument("--feature-gates", default="", help="gates on top of the default (every DRA gate on), A=true,B=false")
     up.add_argument("--no-dra-gates", action="store_true", help="start from the binaries' default gates, not all DRA gates on")
     up.add_argument("--run-dir", default=None, help="where certificates, logs and state go (default: per-user temp dir)")
@@ -50,7 +63,6 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPars
     kind.add_argument("--image", default=None, help="fake driver image (default: drakit/fake-driver:<version>)")
     kind.add_argument("--no-build", action="store_true", help="do not build --image; it must exist in the local Docker engine")
     kind.add_argument("--no-driver", action="store_true", help="do not install the fake drivers")
-    kind.add_argument("--hardware", default=None, help="bundled fake_hw shape every node emulates (default: server-8gpu)")
     kind.add_argument("--keep-on-failure", action="store_true", help="keep the cluster when installing the drivers fails")
 
     down = sub.add_parser("down", help="stop a cluster started with 'cluster up' and remove its run dir")
@@ -101,12 +113,24 @@ def _build(args: argparse.Namespace) -> int:
 def _up(args: argparse.Namespace) -> int:
     if args.provider == "kind":
         return _up_kind(args)
+    from drakit.clusters.local import build as buildmod
     from drakit.clusters.local import gates, launcher
+    from drakit.fake_driver.cli import DEFAULT_SHAPE
+    from drakit.fake_hw.inventory import build_inventory
 
     try:
         requested = gates.parse_gate_string(args.feature_gates)
     except gates.GateError as e:
         print(f"drakit cluster: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.nodes < 0:
+        print("drakit cluster: --nodes must be 0 or more", file=sys.stderr)
+        return EXIT_USAGE
+    shape = args.hardware or DEFAULT_SHAPE
+    try:
+        inventories = [build_inventory(shape, f"node-{i}") for i in range(1, args.nodes + 1)]
+    except (KeyError, ValueError) as e:
+        print(f"drakit cluster: --hardware: {e}", file=sys.stderr)
         return EXIT_USAGE
     launcher.install_sigterm_as_exit()
     cluster = launcher.LocalCluster(
@@ -117,11 +141,26 @@ def _up(args: argparse.Namespace) -> int:
         detached=True,
         timeout=180.0 if args.timeout is None else args.timeout,
         progress=lambda m: print(f"cluster: {m}", flush=True),
+        kubelet_nodes=[(inv.node_name, inv.node_labels()) for inv in inventories],
     )
     try:
         cluster.up()
+        if inventories and cluster.real is not None:
+            from drakit.fake_driver.deploy.local import DeployError, deploy
+            try:
+                drivers = deploy(cluster, [(inv.node_name, shape) for inv in inventories],
+                                 device_metadata=not args.no_device_metadata,
+                                 progress=lambda m: print(f"cluster: {m}", flush=True))
+            except DeployError as e:
+                cluster.down()
+                return _err(str(e))
+            for node, names in drivers.items():
+                print(f"node {node} (kubelet {buildmod.KUBE_VERSION}, hardware {shape}): {', '.join(names)}")
     except (launcher.ClusterError, gates.GateError) as e:
         return _err(str(e))
+    except BaseException:
+        cluster.down()
+        raise
     on = sorted(n for n, v in cluster.gates.get("kube-apiserver", {}).items() if v)
     print(f"feature gates on: {', '.join(on) or '(defaults)'}")
     print(f"API server: {cluster.server}")

@@ -9,7 +9,8 @@
   subresource (field manager = the driver name, so drivers never overwrite each other).
 - ``KubeSlicePublisher``: a ``SlicePublisher`` that keeps the driver's ResourceSlices of one
   node in the API equal to what the plugin publishes (create, update, delete; owned by the
-  Node; the pool generation never goes backwards); ``start()`` resyncs periodically.
+  Node; the pool generation never goes backwards); ``start()`` resyncs periodically and at once
+  when someone else deletes or changes one of them (a kubelet wipes its node's slices at start).
 - ``BindingConditionsController``: the controller side of binding conditions (KEP-5007):
   watches claims and attaches pending devices of its drivers (``fake_driver.binding``).
 - ``driver_rules(drivers)`` / ``controller_rules(drivers)``: the ClusterRole rules the kubelet
@@ -262,6 +263,9 @@ class KubeSlicePublisher:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._kick = threading.Event()
+        self._watcher: Informer | None = None
+        self._repairer: threading.Thread | None = None
 
     def publish(self, driver: str, slices: list[dict[str, Any]]) -> None:
         with self._lock:
@@ -280,17 +284,41 @@ class KubeSlicePublisher:
                 except KubeError as err:
                     log.warning("resyncing ResourceSlices of %s on %s: %s", driver, self.node, err)
 
-    def start(self, interval: float = 30.0) -> None:
+    def start(self, interval: float = 30.0, watch: bool = True) -> None:
+        """Resync every ``interval`` seconds and, with ``watch``, at once when one of the node's
+        slices of a published driver is deleted or changed by someone else (a kubelet deletes
+        every slice of its node when it starts; waiting for the resync would leave the node
+        without devices for up to ``interval``)."""
         def loop() -> None:
             while not self._stop.wait(interval):
                 self.sync()
         self._thread = threading.Thread(target=loop, name="drakit-slice-resync", daemon=True)
         self._thread.start()
+        if watch:
+            self._watcher = Informer(self.kube, SLICES, self._on_event,
+                                     query={"fieldSelector": f"spec.nodeName={self.node}"},
+                                     name="drakit-slice-watch").start()
+            self._repairer = threading.Thread(target=self._repair_loop, name="drakit-slice-repair", daemon=True)
+            self._repairer.start()
+
+    def _on_event(self, event: str, obj: dict[str, Any]) -> None:
+        driver = (obj.get("spec") or {}).get("driver")
+        if event in ("DELETED", "MODIFIED") and driver in self._desired:
+            self._kick.set()
+
+    def _repair_loop(self) -> None:
+        while not self._stop.is_set():
+            if self._kick.wait(0.5):
+                self._kick.clear()
+                self.sync()
 
     def stop(self) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        if self._watcher is not None:
+            self._watcher.stop()
+        for thread in (self._thread, self._repairer):
+            if thread is not None:
+                thread.join(timeout=5)
 
     def _owner_refs(self) -> list[dict[str, Any]]:
         node = self.kube.get(f"/api/v1/nodes/{urllib.parse.quote(self.node)}") if self.owner else None

@@ -36,11 +36,12 @@ K8S_COMMANDS = (
     "k8s.io/kubernetes/cmd/kube-apiserver",
     "k8s.io/kubernetes/cmd/kube-controller-manager",
     "k8s.io/kubernetes/cmd/kube-scheduler",
+    "k8s.io/kubernetes/cmd/kubelet",
 )
 TEST_DRIVER_COMMAND = "k8s.io/kubernetes/test/e2e/dra/test-driver"
 # folder next to this file -> (module path, commands, what it builds)
 MODULES: dict[str, tuple[str, tuple[str, ...], str]] = {
-    "k8sbins": (MODULE_PATH, K8S_COMMANDS, "control plane"),
+    "k8sbins": (MODULE_PATH, K8S_COMMANDS, "control plane and kubelet"),
     "testdriverbin": ("drakit.local/testdriverbin", (TEST_DRIVER_COMMAND,), "e2e DRA test driver"),
 }
 

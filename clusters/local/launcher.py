@@ -26,7 +26,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
@@ -34,7 +34,10 @@ from typing import Any
 
 from drakit.clusters.local import build as buildmod
 from drakit.clusters.local import gates as gatesmod
-from drakit.clusters.local import kwokconfig, pki, procs
+from drakit.clusters.local import kubeletnode, kwokconfig, pki, procs
+from drakit.clusters.local.errors import ClusterError
+from drakit.clusters.local.flags import ComponentFlags
+from drakit.clusters.local.realnodes import KubeletNodes, RealNodes
 
 RUNTIME_CONFIG = (
     "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true,"
@@ -44,10 +47,6 @@ MARKER = ".drakit-local-cluster"
 KUBE_COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 
 Progress = Callable[[str], None]
-
-
-class ClusterError(Exception):
-    """The local cluster could not be started or stopped; the message says why."""
 
 
 def default_run_dir() -> Path:
@@ -62,7 +61,7 @@ def _quiet(_: str) -> None:
     pass
 
 
-class LocalCluster:
+class LocalCluster(ComponentFlags, KubeletNodes):
     """Local control plane; see the module docstring.
 
     ``gates``: feature gates (mapping or ``"A=true,B=false"``) applied on top of the
@@ -83,6 +82,8 @@ class LocalCluster:
         keep_run_dir: bool = False,
         timeout: float = 180.0,
         progress: Progress | None = None,
+        kubelet_nodes: Sequence[tuple[str, Mapping[str, str]]] = (),
+        real_nodes: bool = True,
     ) -> None:
         # Without a run dir, an attached cluster gets a fresh private temp dir (so parallel
         # test sessions never collide); a detached one uses the CLI's well-known default.
@@ -115,12 +116,15 @@ class LocalCluster:
         self._up = False
         self._lock = threading.Lock()
         self._pki: pki.PKI | None = None
+        self.kubelet_nodes = list(kubelet_nodes)
+        # Real kubelet nodes need root; without it (or when asked) the cluster has kwok nodes only.
+        self.real_nodes_reason: str | None = (
+            "real kubelet nodes were not asked for" if not real_nodes else kubeletnode.unavailable_reason()
+        )
+        self.real: RealNodes | None = None
+        self._extra_dirs: list[str] = []
 
     # ------------------------------------------------------------------ paths
-    @property
-    def kubeconfig(self) -> Path:
-        return self.run_dir / "kubeconfig"
-
     @property
     def server(self) -> str:
         return f"https://127.0.0.1:{self.ports['apiserver']}"
@@ -144,7 +148,8 @@ class LocalCluster:
     def up(self) -> LocalCluster:
         if self._up:
             return self
-        missing = [n for n in buildmod.BINARY_NAMES if not self._bin(n).is_file()]
+        wanted = buildmod.BINARY_NAMES if self.real_nodes_reason is None else buildmod.CONTROL_PLANE_BINARIES
+        missing = [n for n in wanted if not self._bin(n).is_file()]
         if missing:
             if self._tmp_run_dir:
                 shutil.rmtree(self.run_dir, ignore_errors=True)
@@ -173,14 +178,19 @@ class LocalCluster:
             if not self._procs and not (self.run_dir / MARKER).exists():
                 return
             t0 = time.monotonic()
-            order = sorted(self._procs, key=lambda p: _STOP_ORDER.get(p.name, 0))
-            hard = procs.stop(order, popen=self._popen, progress=self.progress)
+            self._sync_procs()
+            hard = procs.stop(stop_order(self._procs), popen=self._popen, progress=self.progress)
             if hard:
                 self.progress(f"killed with SIGKILL: {', '.join(hard)}")
             self._procs = []
             self._popen = {}
             self._up = False
+            if self.real is not None:
+                self.real.nodes.clear()
             self._remove_run_dir()
+            for extra in self._extra_dirs:
+                shutil.rmtree(extra, ignore_errors=True)
+            self._extra_dirs = []
             self.timings["down"] = time.monotonic() - t0
             if not self.detached:
                 try:
@@ -201,6 +211,7 @@ class LocalCluster:
         c.bin_dir = Path(state.get("bin_dir", c.bin_dir))
         c.gates = state.get("gates", {})
         c.stage_set = state.get("stage_set", c.stage_set)
+        c._extra_dirs = [str(x) for x in state.get("extra_dirs", [])]
         c._up = True
         return c
 
@@ -253,9 +264,11 @@ class LocalCluster:
             raise ClusterError(f"run dir {self.run_dir} is in use by process {owner.get('pid')}")
         if alive:
             self.progress(f"stale run dir {self.run_dir}: stopping {len(alive)} leftover process(es)")
-            procs.stop(sorted(alive, key=lambda p: _STOP_ORDER.get(p.name, 0)), progress=self.progress)
+            procs.stop(stop_order(alive), progress=self.progress)
         else:
             self.progress(f"stale run dir {self.run_dir} from a killed run: cleaning")
+        for extra in state.get("extra_dirs", []):
+            shutil.rmtree(str(extra), ignore_errors=True)
         self._wipe_contents()
 
     def _wipe_contents(self) -> None:
@@ -280,6 +293,7 @@ class LocalCluster:
     def _save_state(self) -> None:
         if not self.run_dir.exists():
             return
+        self._sync_procs()
         procs.write_state(
             self.run_dir,
             {
@@ -292,6 +306,8 @@ class LocalCluster:
                 "stage_set": self.stage_set,
                 "processes": procs.procs_to_state(self._procs),
                 "kubeconfig": str(self.kubeconfig),
+                "extra_dirs": self._extra_dirs,
+                "kubelet_nodes": sorted(self.real.nodes) if self.real is not None else [],
             },
         )
 
@@ -331,10 +347,26 @@ class LocalCluster:
         self._wait("kube-scheduler", lambda: self._get("scheduler", "/readyz", ctx, 2.0)[0] == 200)
         self._wait("kwok", lambda: self._get("kwok", "/healthz", ctx, 2.0)[0] == 200)
         self.timings["controllers"] = time.monotonic() - t
+        if self.real_nodes_reason is None:
+            self.real = RealNodes(run_dir=d, bin_dir=self.bin_dir, server=self.server, pki_=p,
+                                  kubelet_gates=self.gates.get("kubelet", {}), detached=self.detached,
+                                  on_procs=self._save_state, progress=self.progress)
+            if self.real.outside_run_dir:
+                self._extra_dirs.append(str(self.real.nodes_dir))
+            self._save_state()
+            if self.kubelet_nodes:
+                t = time.monotonic()
+                for name, labels in self.kubelet_nodes:
+                    self.add_kubelet_node(name, labels, wait=False)
+                self.wait_kubelet_nodes([n for n, _ in self.kubelet_nodes])
+                self.timings["kubelet-nodes"] = time.monotonic() - t
+        elif self.kubelet_nodes:
+            self.progress(f"{self.real_nodes_reason}; the cluster has kwok nodes only")
 
     def _resolve_gates_and_controllers(self) -> tuple[dict[str, dict[str, bool]], str]:
+        binaries = KUBE_COMPONENTS + (("kubelet",) if self.real_nodes_reason is None else ())
         with ThreadPoolExecutor(max_workers=3) as ex:
-            helps = dict(zip(KUBE_COMPONENTS, ex.map(lambda n: gatesmod.read_help(self._bin(n)), KUBE_COMPONENTS), strict=True))
+            helps = dict(zip(binaries, ex.map(lambda n: gatesmod.read_help(self._bin(n)), binaries), strict=True))
         known = {n: gatesmod.parse_help_gates(h) for n, h in helps.items()}
         for n, k in known.items():
             if not k:
@@ -346,7 +378,9 @@ class LocalCluster:
         wanted.update(self.requested_gates)
         try:
             per = gatesmod.resolve_gates(
-                wanted, known, probe=lambda b, n, v, others=None: gatesmod.probe_gate(self._bin(b), n, v, others)
+                # The kubelet's --version does not check gates: it gets the names its help lists.
+                wanted, known,
+                probe=lambda b, n, v, others=None: b != "kubelet" and gatesmod.probe_gate(self._bin(b), n, v, others),
             )
             controllers = gatesmod.controllers_flag(gatesmod.parse_help_controllers(helps["kube-controller-manager"]))
         except gatesmod.GateError as e:
@@ -424,115 +458,15 @@ class LocalCluster:
             if version not in served:
                 raise ClusterError(f"kube-apiserver does not serve {group_version} (serves: {served})")
 
-    # ----------------------------------------------------------------- flags
-    def _etcd_args(self) -> list[str]:
-        c, pe = self.ports["etcd"], self.ports["etcd-peer"]
-        return [
-            "--name=drakit",
-            f"--data-dir={self.run_dir / 'etcd'}",
-            f"--listen-client-urls=http://127.0.0.1:{c}",
-            f"--advertise-client-urls=http://127.0.0.1:{c}",
-            f"--listen-peer-urls=http://127.0.0.1:{pe}",
-            f"--initial-advertise-peer-urls=http://127.0.0.1:{pe}",
-            f"--initial-cluster=drakit=http://127.0.0.1:{pe}",
-            "--initial-cluster-state=new",
-            "--unsafe-no-fsync=true",
-            "--quota-backend-bytes=2147483648",
-            "--auto-compaction-retention=1",
-            "--log-level=warn",
-        ]
 
-    def _gates_flag(self, component: str) -> list[str]:
-        g = self.gates.get(component) or {}
-        return [f"--feature-gates={gatesmod.format_gates(g)}"] if g else []
-
-    def _apiserver_args(self) -> list[str]:
-        p = self.run_dir / "pki"
-        return [
-            f"--etcd-servers=http://127.0.0.1:{self.ports['etcd']}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
-            f"--secure-port={self.ports['apiserver']}",
-            f"--cert-dir={p}",
-            f"--tls-cert-file={p / 'serving.crt'}",
-            f"--tls-private-key-file={p / 'serving.key'}",
-            f"--client-ca-file={p / 'ca.crt'}",
-            # No aggregated API servers; a front-proxy identity nobody holds keeps the
-            # extension-apiserver-authentication ConfigMap complete (and the logs quiet).
-            f"--requestheader-client-ca-file={p / 'ca.crt'}",
-            "--requestheader-allowed-names=drakit-front-proxy-unused",
-            "--requestheader-username-headers=X-Remote-User",
-            "--requestheader-group-headers=X-Remote-Group",
-            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
-            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-            f"--service-account-key-file={p / 'sa.pub'}",
-            f"--service-account-signing-key-file={p / 'sa.key'}",
-            "--service-cluster-ip-range=10.96.0.0/16",
-            "--endpoint-reconciler-type=none",
-            "--authorization-mode=Node,RBAC",
-            "--allow-privileged=true",
-            # No kubelet creates service-account tokens for kwok pods; without this admission
-            # plugin pods do not wait for the namespace's default ServiceAccount.
-            "--disable-admission-plugins=ServiceAccount",
-            "--enable-priority-and-fairness=false",
-            "--profiling=false",
-            f"--runtime-config={self.runtime_config}",
-            *self._gates_flag("kube-apiserver"),
-        ]
-
-    def _common_component_args(self, port: str) -> list[str]:
-        p = self.run_dir / "pki"
-        kc = str(self.kubeconfig)
-        return [
-            f"--kubeconfig={kc}",
-            f"--authentication-kubeconfig={kc}",
-            f"--authorization-kubeconfig={kc}",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={self.ports[port]}",
-            f"--tls-cert-file={p / 'serving.crt'}",
-            f"--tls-private-key-file={p / 'serving.key'}",
-            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
-            "--leader-elect=false",
-            "--profiling=false",
-        ]
-
-    def _kcm_args(self, controllers: str) -> list[str]:
-        p = self.run_dir / "pki"
-        return [
-            *self._common_component_args("controller-manager"),
-            f"--controllers={controllers}",
-            f"--root-ca-file={p / 'ca.crt'}",
-            f"--service-account-private-key-file={p / 'sa.key'}",
-            f"--cluster-signing-cert-file={p / 'ca.crt'}",
-            f"--cluster-signing-key-file={p / 'ca.key'}",
-            *self._gates_flag("kube-controller-manager"),
-        ]
-
-    def _scheduler_args(self) -> list[str]:
-        # -v=2: one line per scheduling attempt and binding, naming the pod (namespace/name), so a
-        # failed case's diagnostics can quote what the scheduler decided for its pods.
-        return [*self._common_component_args("scheduler"), "--v=2", *self._gates_flag("kube-scheduler")]
-
-    def _kwok_args(self) -> list[str]:
-        p = self.run_dir / "pki"
-        k = self.ports["kwok"]
-        key, value = kwokconfig.NODE_ANNOTATION
-        return [
-            f"--config={self.run_dir / 'kwok' / 'kwok.yaml'}",
-            f"--kubeconfig={self.kubeconfig}",
-            f"--manage-nodes-with-annotation-selector={key}={value}",
-            "--node-ip=127.0.0.1",
-            "--node-name=localhost",
-            f"--node-port={k}",
-            f"--server-address=127.0.0.1:{k}",
-            f"--tls-cert-file={p / 'serving.crt'}",
-            f"--tls-private-key-file={p / 'serving.key'}",
-            "--node-lease-duration-seconds=40",
-        ]
+#: Teardown order: consumers first (drivers, then kubelets, then their runtimes), etcd last.
+_STOP_ORDER = {"driver": -3, "kubelet": -2, "fakecri": -1, "kwok": 0, "kube-scheduler": 1,
+               "kube-controller-manager": 2, "kube-apiserver": 3, "etcd": 4}
 
 
-#: Teardown order: consumers first, etcd last.
-_STOP_ORDER = {"kwok": 0, "kube-scheduler": 1, "kube-controller-manager": 2, "kube-apiserver": 3, "etcd": 4}
+def stop_order(infos: Sequence[procs.ProcInfo]) -> list[procs.ProcInfo]:
+    """``infos`` in teardown order; a node's processes are named ``<role>/<node>[/...]``."""
+    return sorted(infos, key=lambda p: _STOP_ORDER.get(p.name.split("/", 1)[0], 0))
 
 
 def install_sigterm_as_exit() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -123,3 +124,18 @@ def write_kubeconfig(path: Path, pki: PKI, server: str, name: str = "drakit-loca
     with os.fdopen(fd, "w") as fh:
         yaml.safe_dump(cfg, fh, sort_keys=False)
     os.replace(tmp, path)
+
+
+def node_client_cert(pki: PKI, node: str) -> tuple[Path, Path]:
+    """A client certificate for the kubelet of ``node``: user ``system:node:<node>`` in group
+    ``system:nodes``, so the Node authorizer and NodeRestriction treat it as that node."""
+    if not re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", node):
+        raise PKIError(f"node name {node!r} is not a DNS subdomain")
+    name = f"node-{node}"
+    _signed(
+        pki.dir,
+        name,
+        f"/O=system:nodes/CN=system:node:{node}",
+        "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n",
+    )
+    return pki.dir / f"{name}.crt", pki.dir / f"{name}.key"

@@ -5,6 +5,7 @@ Use from a conftest.py::
     from drakit.clusters.local.pytest_fixture import local_cluster, local_cluster_factory  # noqa: F401
 
 ``local_cluster`` is one cluster per session (every DRA gate on, stage set "on-bind").
+``kubelet_cluster`` (per module) adds a real kubelet node with the fake drivers (needs root).
 ``local_cluster_factory(**kwargs)`` starts extra clusters (e.g. ``stage_set="prepared"``)
 torn down at the end of the test.  Both skip with the reason when the binaries are not built.
 """
@@ -72,3 +73,27 @@ def local_cluster_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     finally:
         for c in reversed(started):
             c.down()
+
+
+def kubelet_skip_reason() -> str | None:
+    """Why real kubelet nodes cannot run here, or None."""
+    from drakit.clusters.local.kubeletnode import unavailable_reason
+
+    return skip_reason() or unavailable_reason()
+
+
+@pytest.fixture(scope="module")
+def kubelet_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """A local cluster with one real kubelet node, ``node-1`` (fake hardware ``small-1gpu``),
+    running the fake drivers as processes, as ``drakit cluster up --nodes 1`` starts it."""
+    reason = kubelet_skip_reason()
+    if reason:
+        skip_or_fail(reason)
+    from drakit.fake_driver.deploy.local import deploy
+    from drakit.fake_hw.inventory import build_inventory
+
+    inv = build_inventory("small-1gpu", "node-1")
+    with LocalCluster(tmp_path_factory.mktemp("kubelet-cluster"), progress=_progress,
+                      kubelet_nodes=[("node-1", inv.node_labels())]) as cluster:
+        deploy(cluster, [("node-1", "small-1gpu")], progress=_progress)
+        yield cluster

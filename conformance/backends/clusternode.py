@@ -3,7 +3,7 @@
 For every fake node of a case, a :class:`clusters.nodeagent.LocalNode` runs the fake drivers'
 kubelet plugins (real gRPC sockets in a private folder) and a node agent; the plugins read
 claims and write ``status.devices`` through the API server as the driver's own ServiceAccount
-(``driveridentity``: narrow RBAC, no admin rights). A
+(``fake_driver.identity``: narrow RBAC, no admin rights). A
 :class:`clusters.nodeagent.kube.KubeNodeRuntime` per case watches the case namespace's pods and
 prepares the claims of pods bound to those nodes before kwok may run them, and unprepares them
 when the pods go. The plugins are kept for the whole run and reused by later cases with the same
@@ -24,7 +24,7 @@ from drakit.fake_hw.vendors import VENDORS
 
 from ..spec.case import Case
 from .base import HarnessError
-from .driveridentity import driver_api_client
+from drakit.fake_driver.identity import driver_api_client
 from .reference import needs_device_metadata
 
 log = logging.getLogger("drakit.cluster.node")

@@ -32,7 +32,7 @@ from drakit.clusters.nodeagent import LocalNode
 from drakit.clusters.nodeagent.checkpoint import AgentCheckpoint
 from drakit.clusters.nodeagent.kube import PREPARE_FAILED, KubeNodeRuntime
 from drakit.clusters.nodeagent.localnode import read_json_stream
-from drakit.conformance.backends.driveridentity import driver_api_client, write_kubeconfig
+from drakit.fake_driver.identity import driver_api_client, write_kubeconfig
 from drakit.fake_driver.binding import ATTACH_FAILED, ATTACHED
 from drakit.fake_driver.classes import device_classes
 from drakit.fake_driver.kube import Kube, KubeClaimSource, controller_rules, load_api_client

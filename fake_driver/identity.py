@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 import yaml
 
-from drakit.fake_driver.kube import Kube, KubeError, driver_rules
+from .kube import Kube, KubeError, driver_rules
 
 NAMESPACE = "drakit-system"
 SERVICE_ACCOUNT = "drakit-fake-driver"

@@ -1,0 +1,223 @@
+"""The real kubelet nodes of one local cluster (:class:`RealNodes`), started and stopped with it.
+
+``LocalCluster`` owns one ``RealNodes``: ``add(name, labels)`` starts a
+:class:`kubeletnode.KubeletNode` (its fake CRI and kubelet join the cluster's processes, so
+``down()``, a killed run's cleanup and ``drakit cluster down`` stop them like any component),
+``wait_ready(names)`` waits for the Nodes to be Ready and untainted through the API server,
+``remove(name)`` stops one and deletes its Node object.
+
+Node folders live in the run dir (``n/<name>``) when that path is short enough for the Unix
+sockets below it; otherwise in a private folder under the system temp dir, recorded in the
+run dir's state so that cleanup finds it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import ssl
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from drakit.clusters.local import gates as gatesmod
+from drakit.clusters.local import pki, procs
+from drakit.clusters.local.errors import ClusterError
+from drakit.clusters.local.kubeletnode import MAX_NODE_DIR, KubeletNode
+
+Progress = Callable[[str], None]
+
+
+class RealNodeError(ClusterError):
+    """A kubelet node could not start or become Ready; the message says why and where the log is."""
+
+
+class RealNodes:
+    def __init__(self, *, run_dir: Path, bin_dir: Path, server: str, pki_: pki.PKI, kubelet_gates: Mapping[str, bool],
+                 detached: bool, on_procs: Callable[[], None], progress: Progress, nodes_dir: Path | None = None) -> None:
+        self.run_dir = run_dir
+        self.bin_dir = bin_dir
+        self.server = server
+        self.pki = pki_
+        self.gates = gatesmod.format_gates(kubelet_gates)
+        self.detached = detached
+        self.on_procs = on_procs
+        self.progress = progress
+        self.nodes: dict[str, KubeletNode] = {}
+        self.nodes_dir = nodes_dir or self._pick_nodes_dir()
+
+    def _pick_nodes_dir(self) -> Path:
+        inside = self.run_dir / "n"
+        if len(str(inside)) <= MAX_NODE_DIR - 16:  # room for a 15-character node name
+            return inside
+        return Path(tempfile.mkdtemp(prefix="drakit-n-"))
+
+    @property
+    def outside_run_dir(self) -> bool:
+        try:
+            self.nodes_dir.relative_to(self.run_dir)
+            return False
+        except ValueError:
+            return True
+
+    def procs(self) -> list[procs.ProcInfo]:
+        return [p for n in self.nodes.values() for p in n.procs.values()]
+
+    def add(self, name: str, labels: Mapping[str, str] | None = None) -> KubeletNode:
+        if name in self.nodes:
+            raise RealNodeError(f"kubelet node {name} is already running")
+        node_dir = self.nodes_dir / name
+        if len(str(node_dir)) > MAX_NODE_DIR:
+            raise RealNodeError(f"node folder {node_dir} is too long for its Unix sockets; use a shorter node name")
+        try:
+            crt = pki.node_client_cert(self.pki, name)
+        except pki.PKIError as exc:
+            raise RealNodeError(str(exc)) from None
+        ports = procs.free_ports(2)
+        node = KubeletNode(name, node_dir, bin_dir=self.bin_dir, server=self.server, ca_file=self.pki.ca_crt,
+                           client_cert=crt, serving_cert=(self.pki.serving_crt, self.pki.serving_key),
+                           ports=(ports[0], ports[1]), labels=labels, gates=self.gates, detached=self.detached,
+                           progress=self.progress)
+        self.nodes[name] = node
+        try:
+            node.start()
+        except (OSError, RuntimeError) as exc:
+            self.on_procs()
+            raise RealNodeError(f"kubelet node {name} cannot start: {exc}") from None
+        finally:
+            self.on_procs()
+        return node
+
+    def wait_ready(self, names: list[str], ctx: ssl.SSLContext, timeout: float) -> dict[str, float]:
+        """Wait until each Node is Ready, carries no ``node.kubernetes.io/`` taint, and its kubelet
+        has done its start-up wipe of the node's ResourceSlices; returns the seconds each took."""
+        t0 = time.monotonic()
+        deadline = t0 + timeout
+        took: dict[str, float] = {}
+        pending = list(names)
+        while pending:
+            name = pending[0]
+            node = self.nodes[name]
+            if not node.alive():
+                raise RealNodeError(f"kubelet node {name} exited; last log lines:\n{_tail(node.paths.dir / 'kubelet.log')}")
+            if node.wiped() and _node_ready(self.server, name, ctx):
+                took[name] = time.monotonic() - t0
+                pending.pop(0)
+                continue
+            if time.monotonic() > deadline:
+                raise RealNodeError(f"kubelet node {name} not Ready after {timeout:.0f} s; last log lines:\n"
+                                    f"{_tail(node.paths.dir / 'kubelet.log')}")
+            time.sleep(0.05)
+        return took
+
+    def remove(self, name: str, ctx: ssl.SSLContext | None = None) -> None:
+        node = self.nodes.pop(name, None)
+        if node is None:
+            return
+        node.stop()
+        self.on_procs()
+        if ctx is not None:
+            try:
+                req = urllib.request.Request(f"{self.server}/api/v1/nodes/{name}", method="DELETE")
+                urllib.request.urlopen(req, context=ctx, timeout=10).close()  # noqa: S310 (loopback only)
+            except (urllib.error.URLError, OSError):
+                pass
+        shutil.rmtree(node.paths.dir, ignore_errors=True)
+
+    def stop_all(self) -> None:
+        for name in list(self.nodes):
+            node = self.nodes.pop(name)
+            node.stop()
+        self.on_procs()
+
+    def remove_dirs(self) -> None:
+        if self.outside_run_dir:
+            shutil.rmtree(self.nodes_dir, ignore_errors=True)
+
+
+class KubeletNodes:
+    """The kubelet-node part of :class:`launcher.LocalCluster` (a mixin: it uses the cluster's
+    process list, state file and API credentials)."""
+
+    real: RealNodes | None
+    real_nodes_reason: str | None
+    timeout: float
+    progress: Progress
+    _procs: list[procs.ProcInfo]
+    _popen: dict[int, Any]
+
+    def _api_ctx(self) -> ssl.SSLContext:
+        raise NotImplementedError
+
+    def _save_state(self) -> None:
+        raise NotImplementedError
+
+    def _sync_procs(self) -> None:
+        """The cluster's process list, with the real nodes' current processes."""
+        if self.real is not None:
+            mine = {p.pid for p in self.real.procs()}
+            self._procs = [p for p in self._procs if not _node_proc(p) or p.pid in mine]
+            known = {p.pid for p in self._procs}
+            self._procs += [p for p in self.real.procs() if p.pid not in known]
+            for node in self.real.nodes.values():
+                self._popen.update(node._popen)
+
+    def add_kubelet_node(self, name: str, labels: Mapping[str, str] | None = None, *, wait: bool = True) -> kubeletnode.KubeletNode:
+        """Start a real kubelet node (fake CRI + kubelet) named ``name`` with node ``labels``;
+        with ``wait``, return once the Node is Ready. Raises ClusterError without root."""
+        if self.real is None:
+            raise RealNodeError(self.real_nodes_reason or "the cluster is not up")
+        node = self.real.add(name, labels)
+        if wait:
+            self.wait_kubelet_nodes([name])
+        return node
+
+    def wait_kubelet_nodes(self, names: list[str]) -> dict[str, float]:
+        assert self.real is not None
+        took = self.real.wait_ready(names, self._api_ctx(), self.timeout)
+        for n, secs in took.items():
+            self.progress(f"kubelet node {n} Ready ({secs:.1f} s)")
+        return took
+
+    def kubelet_node(self, name: str) -> kubeletnode.KubeletNode | None:
+        return self.real.nodes.get(name) if self.real is not None else None
+
+    def remove_kubelet_node(self, name: str) -> None:
+        """Stop the node's kubelet and fake CRI, delete its Node object and folder."""
+        if self.real is not None:
+            self.real.remove(name, self._api_ctx())
+
+    def track(self, info: procs.ProcInfo, popen: Any = None) -> None:
+        """Make a process started for this cluster (e.g. a driver) part of its teardown."""
+        self._procs.append(info)
+        if popen is not None:
+            self._popen[info.pid] = popen
+        self._save_state()
+
+
+def _node_proc(info: procs.ProcInfo) -> bool:
+    return info.name.split("/", 1)[0] in ("kubelet", "fakecri")
+
+
+def _node_ready(server: str, name: str, ctx: ssl.SSLContext) -> bool:
+    try:
+        with urllib.request.urlopen(f"{server}/api/v1/nodes/{name}", context=ctx, timeout=5) as r:  # noqa: S310
+            node: dict[str, Any] = json.loads(r.read())
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+    conditions = (node.get("status") or {}).get("conditions") or []
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    tainted = any(str(t.get("key", "")).startswith("node.kubernetes.io/") for t in (node.get("spec") or {}).get("taints") or [])
+    return ready and not tainted
+
+
+def _tail(path: Path, n: int = 25) -> str:
+    try:
+        lines = path.read_text(errors="replace").splitlines()[-n:]
+    except OSError:
+        return "(no log)"
+    return "\n".join("  | " + ln for ln in lines)

@@ -146,7 +146,7 @@ def _up(args: argparse.Namespace) -> int:
     try:
         cluster.up()
         if inventories and cluster.real is not None:
-            from drakit.fake_driver.deploy.local import DeployError, deploy
+            from drakit.clusters.local.fakedrivers import DeployError, deploy
             try:
                 drivers = deploy(cluster, [(inv.node_name, shape) for inv in inventories],
                                  device_metadata=not args.no_device_metadata,

@@ -89,7 +89,7 @@ def kubelet_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalC
     reason = kubelet_skip_reason()
     if reason:
         skip_or_fail(reason)
-    from drakit.fake_driver.deploy.local import deploy
+    from drakit.clusters.local.fakedrivers import deploy
     from drakit.fake_hw.inventory import build_inventory
 
     inv = build_inventory("small-1gpu", "node-1")

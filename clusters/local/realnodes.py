@@ -166,7 +166,7 @@ class KubeletNodes:
             for node in self.real.nodes.values():
                 self._popen.update(node._popen)
 
-    def add_kubelet_node(self, name: str, labels: Mapping[str, str] | None = None, *, wait: bool = True) -> kubeletnode.KubeletNode:
+    def add_kubelet_node(self, name: str, labels: Mapping[str, str] | None = None, *, wait: bool = True) -> KubeletNode:
         """Start a real kubelet node (fake CRI + kubelet) named ``name`` with node ``labels``;
         with ``wait``, return once the Node is Ready. Raises ClusterError without root."""
         if self.real is None:
@@ -183,7 +183,7 @@ class KubeletNodes:
             self.progress(f"kubelet node {n} Ready ({secs:.1f} s)")
         return took
 
-    def kubelet_node(self, name: str) -> kubeletnode.KubeletNode | None:
+    def kubelet_node(self, name: str) -> KubeletNode | None:
         return self.real.nodes.get(name) if self.real is not None else None
 
     def remove_kubelet_node(self, name: str) -> None:

@@ -142,7 +142,7 @@ def test_host_sysctls_and_mounts_stay_untouched(kubelet_cluster):
 _OWNER = textwrap.dedent("""
     import sys, time
     from drakit.clusters.local.launcher import LocalCluster, install_sigterm_as_exit
-    from drakit.fake_driver.deploy.local import deploy
+    from drakit.clusters.local.fakedrivers import deploy
     install_sigterm_as_exit()
     c = LocalCluster(sys.argv[1], kubelet_nodes=[("node-1", {})])
     c.up()

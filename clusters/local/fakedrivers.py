@@ -20,11 +20,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from drakit.clusters.local import procs
+from drakit.fake_driver.classes import device_classes
+from drakit.fake_driver.identity import driver_api_client, write_kubeconfig
+from drakit.fake_driver.kube import Kube, KubeError, controller_rules, load_api_client
 from drakit.fake_hw.inventory import build_inventory
-
-from ..classes import device_classes
-from ..identity import driver_api_client, write_kubeconfig
-from ..kube import Kube, KubeError, controller_rules, load_api_client
 
 REGISTERED = "registered with the kubelet"
 Progress = Callable[[str], None]
@@ -47,8 +47,6 @@ def deploy(cluster: Any, nodes: Sequence[tuple[str, str]], *, device_metadata: b
            timeout: float = 60.0, progress: Progress = lambda _m: None) -> dict[str, list[str]]:
     """Start the fake drivers for ``nodes`` (``(node name, fake_hw shape)``, kubelet nodes of
     ``cluster`` already running); returns the drivers started per node."""
-    from drakit.clusters.local import procs
-
     admin = Kube(load_api_client(cluster.kubeconfig))
     drivers_of = {name: build_inventory(shape, name).drivers for name, shape in nodes}
     every = sorted({d for ds in drivers_of.values() for d in ds})

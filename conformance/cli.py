@@ -15,8 +15,14 @@ SUITES = Path(__file__).with_name("suites")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
+def _version() -> str:
+    from .results import _kit_version
+    return _kit_version()
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="drakit", description="Conformance kit for Kubernetes 1.37 Dynamic Resource Allocation.")
+    p.add_argument("--version", action="version", version=f"drakit {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run case suites (the bundled ones when no path is given)")
@@ -53,11 +59,15 @@ def _parser() -> argparse.ArgumentParser:
                          description="Re-render junit.xml and report.html from a results.json, or, with --compare, "
                                      "show what changed between two runs and write compare.html. With --compare the "
                                      "exit code is 1 when a case fails or errors in NEW that did not in OLD (cases "
-                                     "new in NEW included), 0 otherwise, 2 when a file cannot be read: use it to "
-                                     "gate CI on regressions.")
+                                     "new in NEW included) or when a required case that passed in OLD is missing or "
+                                     "skipped in NEW (unless --allow-removed), 0 otherwise, 2 when a file cannot be "
+                                     "read: use it to gate CI on regressions.")
     rep.add_argument("results", nargs="?", help="results.json of an earlier run")
     rep.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"), default=None,
                      help="compare two results.json files: newly failing, newly passing, newly skipped, added, removed")
+    rep.add_argument("--allow-removed", action="store_true",
+                     help="with --compare: required cases that passed in OLD and are missing or skipped in NEW are "
+                          "listed but do not fail the gate (a suite or selection shrunk on purpose)")
     rep.add_argument("--merge", action="append", default=[], metavar="CASES.json",
                      help="add the cases of another source first, e.g. node-check.json from 'drakit node-check "
                           "--out' (their backend, node-plugin, becomes a matrix column); results.json in the "
@@ -86,6 +96,14 @@ def _parser() -> argparse.ArgumentParser:
 
 @last_resort
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _dispatch(argv)
+    except KeyboardInterrupt:  # Ctrl-C in a command without its own handling: one line, no traceback
+        print("drakit: interrupted", file=sys.stderr)
+        return 130
+
+
+def _dispatch(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "run":
         return cmd_run(args)
@@ -113,9 +131,44 @@ def _paths(raw: list[str]) -> list[Path] | None:
     return paths
 
 
+def _check_run_options(args: argparse.Namespace) -> str | None:
+    """The option errors drakit can see before pytest starts, named as the user typed them."""
+    from .features import parse_gates
+    from .plugin import BACKEND_ORDER
+    workers = str(args.workers)
+    if workers not in ("auto", "logical") and not (workers.isdigit() and workers.isascii()):
+        return f"-n/--workers: {workers!r} is not a number of workers or 'auto'"
+    backends = [b.strip() for b in args.backend.split(",") if b.strip()]
+    unknown = [b for b in backends if b not in BACKEND_ORDER]
+    if unknown or not backends:
+        return f"--backend: unknown backend {', '.join(map(repr, unknown)) or '(none)'}; use reference, cluster or both"
+    try:
+        parse_gates(args.feature_gates)
+    except ValueError as exc:
+        return f"--feature-gates: {exc}"
+    return None
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    from .interrupt import INTERRUPTS
+    INTERRUPTS.install()  # SIGINT/SIGTERM: stop, clean up, results with verdict incomplete, exit 130/143
+    try:
+        code = _run(args)
+    except KeyboardInterrupt:  # a signal outside pytest (before it started): nothing ran
+        code = EXIT_FAILED
+    finally:
+        INTERRUPTS.enter("teardown")  # what is left is printing: a signal is only recorded
+    return INTERRUPTS.exit_code() or code
+
+
+def _run(args: argparse.Namespace) -> int:
     import pytest
+    from .interrupt import INTERRUPTS
     from .results import ProgressReporter, progress_mode
+    problem = _check_run_options(args)
+    if problem:
+        print(f"drakit run: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     paths = _paths(args.paths)
     if paths is None:
         return EXIT_USAGE
@@ -129,7 +182,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     # pytest's own terminal output is off: ProgressReporter prints progress and failures on the
     # controller, and the summary below is rendered from results.json.
     pytest_args = ["-c", os.devnull, "--rootdir", str(root), "-p", "no:cacheprovider", "-p", "no:terminal",
-                   "--drakit-backend", args.backend, "--drakit-out", str(out), "-n", str(args.workers)]
+                   "--drakit-backend", args.backend, "--drakit-out", str(out), "-n", str(args.workers),
+                   "--drakit-handle-signals"]
     if args.feature_gates:
         pytest_args += ["--drakit-feature-gates", args.feature_gates]
     if args.vendor:
@@ -157,13 +211,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     progress = ProgressReporter(sys.stdout, mode=mode, verbose=args.verbose, color=color)
     os.environ.setdefault(CRASH_DIR_ENV, str(out.absolute()))  # a bug's traceback lands beside results.json
     code = pytest.main(pytest_args, plugins=[progress])
-    if code == pytest.ExitCode.INTERNAL_ERROR:  # the one line was printed by ProgressReporter
+    if code == pytest.ExitCode.INTERNAL_ERROR and not INTERRUPTS.interrupted:  # the one line was printed by ProgressReporter
         return EXIT_BUG
-    if code == pytest.ExitCode.USAGE_ERROR:
+    if code == pytest.ExitCode.USAGE_ERROR and not INTERRUPTS.interrupted:
         return EXIT_USAGE
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
-        print("drakit: no cases matched", file=sys.stderr)
-        return EXIT_USAGE
+        print("drakit: no cases matched" + (f" -k {args.keyword!r}" if args.keyword else "")
+              + (f" -m {args.markexpr!r}" if args.markexpr else ""), file=sys.stderr)
     if not results_path.exists():
         print(f"drakit: the run did not write {results_path}", file=sys.stderr)
         return EXIT_USAGE
@@ -172,6 +226,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     print("")
     print(render_summary(results, color=color, matrix=mode != "quiet"), end="")
     print(f"drakit: wrote {results_path}, {out / 'junit.xml'}, {out / 'report.html'}")
+    if INTERRUPTS.interrupted:
+        print(f"drakit: interrupted by {INTERRUPTS.signal}: verdict {results['verdict']['result']}", file=sys.stderr)
+        return EXIT_FAILED  # cmd_run turns it into 130/143
     if any(c.get("backend") == "-" for c in results["cases"]):
         return EXIT_USAGE
     return EXIT_OK if results["verdict"]["result"] == "pass" else EXIT_FAILED
@@ -248,15 +305,26 @@ def cmd_compare(args: argparse.Namespace) -> int:
     except (OSError, ResultsError) as exc:
         print(f"drakit: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    comparison = compare_results(old, new)
+    comparison = compare_results(old, new, allow_removed=args.allow_removed)
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    print(render_compare_text(comparison, color=color), end="")
     out = Path(args.out) if args.out else new_path.parent
     out.mkdir(parents=True, exist_ok=True)
     target = out / "compare.html"
     target.write_text(render_compare_html(comparison), encoding="utf-8", newline="\n")
-    print(f"wrote {target}")
+    _print_to_pipe(render_compare_text(comparison, color=color) + f"wrote {target}\n")
     return gate_exit_code(comparison)
+
+
+def _print_to_pipe(text: str) -> None:
+    """Write to stdout; a reader that stopped early (``| head``) ends the output quietly, and
+    stdout goes to /dev/null so the interpreter's last flush does not complain either."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def cmd_lint(args: argparse.Namespace) -> int:

@@ -28,6 +28,7 @@ from .spec.needs import vendor_unmet
 from .cases.runner import run_case
 from .errors import LoadError
 from .features import FEATURES, parse_gates
+from .interrupt import INTERRUPTS
 from .results import ResultsCollector, bound_strings
 
 BACKEND_ORDER = ("reference", "cluster")
@@ -69,6 +70,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="cluster backend: leave a failed case's namespace and objects in place")
     g.addoption("--drakit-max-case-size", default=None, metavar="SIZE",
                 help="refuse case files larger than this, e.g. 4MiB (default: 1 MiB)")
+    g.addoption("--drakit-handle-signals", action="store_true",
+                help="SIGINT/SIGTERM stop the cases, clean up what drakit started and record the run as "
+                     "interrupted (drakit run sets it; see conformance.interrupt)")
 
 
 def feature_marker(feature_id: str) -> str:
@@ -108,6 +112,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if "cluster" in backends:
         _check_cluster_options(config, vendor)
     config.stash[_BACKENDS] = {"names": [b for b in BACKEND_ORDER if b in backends], "gates": gates, "instances": {}}
+    if config.getoption("--drakit-handle-signals"):
+        INTERRUPTS.install(announce=not hasattr(config, "workerinput"))
     if not hasattr(config, "workerinput"):
         collector = ResultsCollector(config, gates=gates, backends=config.stash[_BACKENDS]["names"], vendor=vendor)
         config.stash[_COLLECTOR] = collector
@@ -139,6 +145,22 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     if file_path.name.endswith(SUFFIX):
         return CaseFile.from_parent(parent, path=file_path)
     return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Stop what the backends started (clusters, fake nodes, an installed driver) before the
+    results are written, so a signal during that teardown is recorded in them; from here on a
+    signal no longer interrupts anything."""
+    INTERRUPTS.enter("teardown")
+    for inst in session.config.stash[_BACKENDS]["instances"].values():
+        close = getattr(inst, "close", None)
+        if close is None:
+            continue
+        note = getattr(inst, "teardown_note", lambda: None)()
+        if note:
+            INTERRUPTS.say(f"drakit: {note}")
+        close()
 
 
 def _backend(config: pytest.Config, name: str) -> Any:
@@ -250,6 +272,10 @@ class CaseItem(pytest.Item):
             raise self._error(f"harness: setting up the case failed: {_one_line(exc)}") from None
         try:
             outcome = run_case(self.case, session)
+        except KeyboardInterrupt:  # SIGINT/SIGTERM: remove the case's objects, then stop the run
+            with INTERRUPTS.shield(), contextlib.suppress(Exception):
+                session.close(failed=False)
+            raise
         except Exception as exc:  # noqa: BLE001 - a bug in the runner: the case is an error, never lost
             from .crash import report_bug
             with contextlib.suppress(Exception):

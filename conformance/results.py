@@ -24,6 +24,7 @@ import pytest
 from drakit.reports import clean_text, shorten
 
 from .features import FEATURES
+from .interrupt import INTERRUPTS
 
 SCHEMA_VERSION = "drakit.results/v1"
 BACKEND_RANK = {"reference": 0, "cluster": 1}
@@ -56,6 +57,16 @@ def _kit_version() -> str:
         return version("drakit")
     except Exception:
         return "0+unknown"
+
+
+def node_case(nodeid: str) -> dict[str, str]:
+    """``{"id", "backend"}`` of a node id ``path::<case id>[<backend>]`` (a load-error item or
+    another test keeps its name, backend ``-``)."""
+    name = nodeid.rsplit("::", 1)[-1]
+    m = re.fullmatch(r"(.+)\[([a-z-]+)\]", name)
+    if m and not name.startswith("load-error["):
+        return {"id": m.group(1), "backend": m.group(2)}
+    return {"id": name, "backend": "-"}
 
 
 def parse_skip(longrepr: Any) -> dict[str, str]:
@@ -102,12 +113,23 @@ class ResultsCollector:
         self.started = _now()
         self.t0 = 0.0
         self.results: dict[str, Any] | None = None
+        self.planned: list[str] = []  # node ids of the collected items, to name what an interrupt left out
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.t0 = time.monotonic()
         self.started = _now()
 
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if session.items:  # empty on an xdist controller, which learns the ids below
+            self.planned = [item.nodeid for item in session.items]
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        self.planned = list(ids)
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if INTERRUPTS.current == "start-up":
+            INTERRUPTS.enter("cases")
         for key, value in report.user_properties:
             if key == "drakit-environment":
                 sent = json.loads(str(value))
@@ -167,8 +189,22 @@ class ResultsCollector:
             "cases": cases,
         }
         results["summary"] = compute_summary(cases)
-        results["verdict"] = compute_verdict(cases)
+        results["verdict"] = compute_verdict(cases, self._run_reasons(cases))
         return results
+
+    def _run_reasons(self, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The verdict reasons the cases cannot show: an interrupt, with the cases it left out."""
+        if not INTERRUPTS.interrupted:
+            return []
+        from drakit.reports import MAX_REASON_CASES
+        done = {c["nodeid"] for c in cases}
+        not_run = [node_case(n) for n in self.planned if n not in done]
+        phase = {"start-up": "at start-up", "cases": "during the cases", "teardown": "during teardown"}[
+            INTERRUPTS.phase or "cases"]
+        return [{"code": "interrupted", "signal": INTERRUPTS.signal, "phase": INTERRUPTS.phase or "cases",
+                 "message": f"interrupted by {INTERRUPTS.signal} {phase}: {len(cases)} of "
+                            f"{max(len(self.planned), len(cases))} cases finished, {len(not_run)} not run",
+                 "count": len(not_run), "cases": not_run[:MAX_REASON_CASES]}]
 
     def _backend_env(self, name: str) -> dict[str, Any]:
         if name == "reference":
@@ -190,10 +226,10 @@ class ResultsCollector:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if not self.cases:
-            return
-        self.results = self.build(int(exitstatus))
         out = self.config.getoption("--drakit-out")
+        if not self.cases and not out and not INTERRUPTS.interrupted:
+            return  # plain pytest without drakit cases: nothing to say
+        self.results = self.build(int(exitstatus))
         if out:
             write_results(self.results, Path(out))
 

@@ -10,7 +10,8 @@ Public API::
     load_results(path) -> dict            parse and validate; ResultsError on any problem
     validate_results(obj) -> None         validate an in-memory results dict
     compute_summary(cases) -> dict        the ``summary`` block
-    compute_verdict(cases) -> dict        the ``verdict`` block (VERDICT_RULE is the rule text)
+    compute_verdict(cases, extra) -> dict the ``verdict`` block (VERDICT_RULE is the rule text;
+                                          VERDICT_REASON_CODES the codes of its reasons)
     render.render_all(results, out_dir)   writes report.html and junit.xml
     merge_cases(results, cases) -> dict   add cases of another source (``drakit node-check``)
     compare_results(old, new) -> dict     what changed between two runs (``reports.compare``)
@@ -33,11 +34,18 @@ __all__ = [
     "STATUSES",
     "SKIP_CATEGORIES",
     "VERDICT_RULE",
+    "VERDICT_REASON_CODES",
+    "CASE_REASON_CODES",
+    "MAX_REASON_CASES",
+    "case_ref",
+    "is_load_error",
+    "verdict_reasons",
     "ResultsError",
     "load_results",
     "validate_results",
     "compute_summary",
     "compute_verdict",
+    "run_reasons",
     "merge_cases",
 ]
 
@@ -58,44 +66,19 @@ SYMBOLS: dict[str, str] = {
 ROLLUP_ORDER: tuple[str, ...] = ("failed", "error", "xfail", "flaky", "passed", "skipped")
 
 # ---------------------------------------------------------------------------------------------
-# The verdict. The rule text and the code that applies it live here and only here.
+# The verdict (reports.verdict: the rule text and the code that applies it).
 
-VERDICT_RULE = (
-    "pass when every required case passed (flaky counts as passed) on each backend that ran it, "
-    "skips as not-applicable, needs-fake-driver or backend aside; fail when a required case "
-    "failed, errored or is xfail, or a case file did not load; incomplete when no required case "
-    "ran or a required case was skipped for any other reason"
+from drakit.reports.verdict import (  # noqa: E402 - re-exported here, the package's public API
+    CASE_REASON_CODES,
+    MAX_REASON_CASES,
+    VERDICT_REASON_CODES,
+    VERDICT_RULE,
+    case_ref,
+    compute_verdict,
+    is_load_error,
+    run_reasons,
+    verdict_reasons,
 )
-_PASSING = frozenset({"passed", "flaky"})
-_FAILING = frozenset({"failed", "error", "xfail"})
-_IGNORED_SKIPS = frozenset({"not-applicable", "needs-fake-driver", "backend"})
-
-
-def is_load_error(case: Mapping[str, Any]) -> bool:
-    """A case file that did not load is reported as an error case whose id is the file path."""
-    return case.get("status") == "error" and case.get("id") == case.get("file")
-
-
-def verdict_reasons(cases: Iterable[Mapping[str, Any]]) -> tuple[str, list[Mapping[str, Any]]]:
-    """Apply :data:`VERDICT_RULE`: the result and the cases that decided it (empty for pass)."""
-    cases = list(cases)
-    required = [c for c in cases if c.get("profile") == "required"]
-    failing = [c for c in cases if is_load_error(c)
-               or (c.get("profile") == "required" and c["status"] in _FAILING)]
-    if failing:
-        return "fail", failing
-    blocked = [c for c in required if c["status"] == "skipped"
-               and (c.get("skip") or {}).get("category") not in _IGNORED_SKIPS]
-    ran = [c for c in required if c["status"] in _PASSING]
-    if blocked or not ran:
-        return "incomplete", blocked
-    return "pass", []
-
-
-def compute_verdict(cases: Iterable[Mapping[str, Any]]) -> dict[str, str]:
-    """The ``verdict`` block of a results file."""
-    result, _ = verdict_reasons(cases)
-    return {"result": result, "rule": VERDICT_RULE}
 
 
 def compute_summary(cases: Iterable[Mapping[str, Any]]) -> dict[str, int]:
@@ -238,7 +221,7 @@ def merge_cases(results: Mapping[str, Any], cases: Sequence[Mapping[str, Any]],
             merged["environment"]["backends"][name] = dict((backends or {}).get(name) or {
                 "kind": name, "kubernetesVersion": "not reported", "featureGates": {}})
     merged["summary"] = compute_summary(merged["cases"])
-    merged["verdict"] = compute_verdict(merged["cases"])
+    merged["verdict"] = compute_verdict(merged["cases"], run_reasons(results.get("verdict")))
     validate_results(merged, source="merged results")
     return merged
 
@@ -367,8 +350,14 @@ def reason_line(case: Mapping[str, Any]) -> str:
     return ""
 
 
-def first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else ""
+REASON_LIMIT = 300  # characters of a summary line shown in lists, tables and the terminal
+
+
+def first_line(text: str, limit: int = REASON_LIMIT) -> str:
+    """The first line of *text*, cut to *limit* characters (with "…"): a one-line summary is
+    what lists show, however long the message (the whole text stays in results.json)."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def shorten(text: str, limit: int, where: str = "results.json") -> str:

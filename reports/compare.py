@@ -53,6 +53,7 @@ CHANGE_GROUPS: tuple[tuple[str, str], ...] = (
     ("otherChanges", "Other status changes"),
     ("added", "Added cases"),
     ("removed", "Removed cases"),
+    ("vanished", "Required cases that passed, now missing or skipped"),
     ("stillFailing", "Still failing"),
 )
 
@@ -126,9 +127,12 @@ def _feature_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[dic
     return changes
 
 
-def compare_results(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+def compare_results(old: Mapping[str, Any], new: Mapping[str, Any], *, allow_removed: bool = False) -> dict[str, Any]:
     """What changed from *old* to *new* (both valid results dicts). Pure; deterministic order:
-    NEW's report order for cases present in NEW, then OLD's report order for removed ones."""
+    NEW's report order for cases present in NEW, then OLD's report order for removed ones.
+
+    ``vanished``: the required cases that passed in OLD and are missing or skipped in NEW; they
+    fail the gate unless *allow_removed* (a suite shrunk on purpose, a smaller selection)."""
     old = clean_strings(without_failure_payloads(old))
     new = clean_strings(without_failure_payloads(new))
     before = {(c["id"], c["backend"]): c for c in sorted_cases(old)}
@@ -160,6 +164,12 @@ def compare_results(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str,
             unchanged += 1
     groups["removed"] = [_entry(None, c) for key, c in before.items() if key not in seen]
     newly = len(groups["newlyFailing"])
+    now = {(c["id"], c["backend"]): c for c in new["cases"]}
+    vanished = [_entry(now.get(key), c) for key, c in before.items()
+                if c.get("profile") == "required" and c["status"] in _GOOD
+                and (key not in now or now[key]["status"] == "skipped")]
+    groups["vanished"] = vanished
+    gating = newly + (0 if allow_removed else len(vanished))
     return {
         "old": _run_info(old),
         "new": _run_info(new),
@@ -167,15 +177,18 @@ def compare_results(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str,
         "unchanged": unchanged,
         "features": _feature_changes(old, new),
         "environment": _environment_changes(old, new),
-        "gate": {"result": "fail" if newly else "pass",
-                 "rule": "fail when a case fails or errors in NEW that did not in OLD (new cases included); "
-                         "pass otherwise"},
+        "gate": {"result": "fail" if gating else "pass", "allowRemoved": allow_removed,
+                 "rule": "fail when a case fails or errors in NEW that did not in OLD (new cases included)"
+                         + ("" if allow_removed else ", or when a required case that passed in OLD is missing or "
+                                                     "skipped in NEW (--allow-removed accepts that)")
+                         + "; pass otherwise"},
     }
 
 
 def gate_exit_code(comparison: Mapping[str, Any]) -> int:
-    """1 when anything newly fails, else 0 (the exit code of ``drakit report --compare``)."""
-    return 1 if comparison["newlyFailing"] else 0
+    """1 when the gate fails (something newly fails, or a required case that passed vanished
+    without ``allow_removed``), else 0: the exit code of ``drakit report --compare``."""
+    return 1 if comparison["gate"]["result"] == "fail" else 0
 
 
 # ------------------------------------------------------------------------------------ text
@@ -207,6 +220,9 @@ def render_compare_text(comparison: Mapping[str, Any], *, color: bool = False) -
             lines.append(f"  {_paint(now, e['new'], color)} {e['id']} [{e['backend']}] ({was}){reason}")
         if len(entries) > MAX_LINES:
             lines.append(f"  ... and {len(entries) - MAX_LINES} more in compare.html")
+        if key == "vanished":
+            lines.append("  (allowed by --allow-removed)" if comparison["gate"].get("allowRemoved") else
+                         "  (these fail the gate; --allow-removed accepts a suite or selection shrunk on purpose)")
     if comparison["features"]:
         lines += ["", f"feature rows changed: {len(comparison['features'])}"]
         for f in comparison["features"][:MAX_LINES]:
@@ -215,10 +231,13 @@ def render_compare_text(comparison: Mapping[str, Any], *, color: bool = False) -
         lines += ["", f"environment changed: {len(comparison['environment'])}"]
         for e in comparison["environment"][:MAX_LINES]:
             lines.append(f"  {e['field']}: {e['old']} -> {e['new']}")
+    vanished = comparison.get("vanished") or []
+    allowed = comparison["gate"].get("allowRemoved", False)
     newly = len(comparison["newlyFailing"])
     gate = comparison["gate"]["result"]
+    why = f"{newly} newly failing" + (f", {len(vanished)} required passing cases gone" if vanished and not allowed else "")
     lines += ["", f"unchanged: {comparison['unchanged']}",
-              f"gate: {_paint(gate.upper(), gate, color)} ({newly} newly failing)"]
+              f"gate: {_paint(gate.upper(), gate, color)} ({why})"]
     return "\n".join(lines) + "\n"
 
 
@@ -242,7 +261,8 @@ def build_compare_view(comparison: Mapping[str, Any]) -> dict[str, Any]:
     return {"old": comparison["old"], "new": comparison["new"], "groups": groups,
             "features": features, "environment": comparison["environment"],
             "unchanged": comparison["unchanged"], "gate": comparison["gate"],
-            "newly_failing": len(comparison["newlyFailing"])}
+            "newly_failing": len(comparison["newlyFailing"]),
+            "vanished": 0 if comparison["gate"].get("allowRemoved") else len(comparison.get("vanished") or [])}
 
 
 def render_compare_html(comparison: Mapping[str, Any]) -> str:

@@ -36,12 +36,14 @@ from drakit.reports import (
     count_statuses,
     divergences,
     feature_matrix,
+    first_line,
     is_load_error,
     matrix_backends,
     reason_line,
     redact,
     redact_command,
     rollup,
+    run_reasons,
     sorted_cases,
     verdict_reasons,
 )
@@ -56,6 +58,7 @@ MAX_DETAILED_FAILURES = 50  # failures shown in full; later ones in short form (
 MATRIX_CELL_CASES = 25  # cases listed in one matrix cell (the rest are in the all-cases table)
 SLOWEST = 10
 MAX_DECIDERS = 20  # cases listed under the verdict banner
+MAX_REASON_REFS = 200  # cases listed under a run-level verdict reason (an interrupt's not-run cases)
 OPEN_SKIP_GROUP = 25  # skip groups with at most this many cases start expanded
 MAX_EVENTS = 50  # events listed per failure
 VERDICT_SYMBOLS = {"pass": "✔", "fail": "✘", "incomplete": "◐"}
@@ -166,14 +169,17 @@ def _failure(case: Mapping[str, Any], limit: int, *, full: bool) -> dict[str, An
     past :data:`MAX_DETAILED_FAILURES` get."""
     failure = case["failure"]
     view: dict[str, Any] = {**_ref(case), "title": case["title"], "file": case["file"],
-                            "line": case["line"], "summary": failure["summary"], "detail": "",
+                            "line": case["line"], "summary": first_line(failure["summary"]), "detail": "",
                             "detail_cut": 0, "rerun": case["rerun"], "full": full,
                             "load_error": is_load_error(case), "yaml": None, "expected": None,
                             "expected_cut": 0, "actual": None, "actual_cut": 0, "diff": [],
                             "diff_cut": 0, "diagnostics": None, "steps": []}
     if not full:
         return view
-    view["detail"], view["detail_cut"] = _cut(failure["detail"], limit)
+    detail = failure["detail"]
+    if first_line(failure["summary"]) != failure["summary"].strip():  # a long or multi-line summary: all of it here
+        detail = failure["summary"].strip() + ("\n\n" + detail if detail else "")
+    view["detail"], view["detail_cut"] = _cut(detail, limit)
     view["steps"] = [_step(s) for s in case["steps"]]
     excerpt = failure.get("yaml")
     if excerpt:
@@ -257,7 +263,7 @@ def _skips(cases: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
         by_message: dict[str, list[dict[str, Any]]] = {}
         for case in cases:
             if case["status"] == "skipped" and case["skip"]["category"] == category:
-                by_message.setdefault(case["skip"]["message"], []).append(_ref(case))
+                by_message.setdefault(first_line(case["skip"]["message"]), []).append(_ref(case))
         if by_message:
             count = sum(map(len, by_message.values()))
             groups.append({"category": category, "count": count, "open": count <= OPEN_SKIP_GROUP,
@@ -319,6 +325,14 @@ def _timing(data: Mapping[str, Any], ordered: list[Mapping[str, Any]], backends:
             "slowest": [{**_ref(c), "duration": _secs(c["durationSeconds"])} for c in slowest]}
 
 
+def _run_reason(reason: Mapping[str, Any]) -> dict[str, Any]:
+    """A run-level verdict reason (an interrupt) with at most MAX_REASON_REFS of its cases."""
+    cases = [{"id": str(c["id"]), "backend": str(c["backend"])} for c in (reason.get("cases") or [])[:MAX_REASON_REFS]]
+    count = int(reason.get("count") or len(reason.get("cases") or []))
+    return {"code": str(reason["code"]), "message": str(reason["message"]), "count": count, "cases": cases,
+            "more": max(0, count - len(cases))}
+
+
 def build_view(results: Mapping[str, Any]) -> dict[str, Any]:
     """Everything the template shows, as plain data. Pure: same results, same view."""
     data = results  # raw: the finished view is cleaned of control characters at the end
@@ -341,7 +355,8 @@ def build_view(results: Mapping[str, Any]) -> dict[str, Any]:
                     "symbol": VERDICT_SYMBOLS[verdict["result"]],
                     "deciders": [{**_ref(c), "reason": reason_line(c)} for c in deciders[:MAX_DECIDERS]]
                     if result == verdict["result"] else [],
-                    "more_deciders": max(0, len(deciders) - MAX_DECIDERS) if result == verdict["result"] else 0},
+                    "more_deciders": max(0, len(deciders) - MAX_DECIDERS) if result == verdict["result"] else 0,
+                    "run_reasons": [_run_reason(r) for r in run_reasons(verdict)]},
         "summary": data["summary"],
         "required": {"total": len(required), **count_statuses(required)},
         "matrix": _matrix(data, columns, {d["id"] for d in diverging["rows"]}),

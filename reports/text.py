@@ -142,8 +142,9 @@ def render_summary(results: Mapping[str, Any], *, color: bool, matrix: bool = Tr
     totals = ", ".join(_paint(f"{summary[s]} {s}", s, color and summary[s] > 0) for s in STATUSES)
     verdict = results["verdict"]
     lines += ["", f"{summary['total']} cases: {totals}",
-              f"verdict: {_paint(verdict['result'].upper(), verdict['result'], color)}",
-              f"rule: {verdict['rule']}"]
+              f"verdict: {_paint(verdict['result'].upper(), verdict['result'], color)}"]
+    lines += [f"  - {r['message']}" for r in verdict.get("reasons") or []]
+    lines.append(f"rule: {verdict['rule']}")
     while lines and not lines[0]:
         lines.pop(0)
     return "\n".join(lines) + "\n"

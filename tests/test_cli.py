@@ -91,3 +91,26 @@ def test_report_rerenders_and_lint_reports_errors(tmp_path: Path) -> None:
     (tmp_path / "bad.case.yaml").write_text(BAD["unknown-key.case.yaml"][0])
     lint = drakit("lint", str(tmp_path), cwd=tmp_path)
     assert lint.returncode == 2 and "bad.case.yaml:3: titel: unknown field" in lint.stdout
+
+
+def test_version_option_errors_and_an_empty_selection(tmp_path: Path) -> None:
+    """``--version``; option errors name the option the user typed (not pytest's); ``-k``
+    matching nothing writes the three files, verdict incomplete, exit 1."""
+    from drakit.conformance.results import _kit_version
+    version = drakit("--version", cwd=tmp_path)
+    assert version.returncode == 0 and version.stdout.strip() == f"drakit {_kit_version()}"
+    (tmp_path / "good.case.yaml").write_text(GOOD)
+    for args, named in ((["-n", "abc"], "-n/--workers: 'abc'"), (["--workers", "-3"], "-n/--workers: '-3'"),
+                        (["--backend", "nope"], "--backend: unknown backend 'nope'"),
+                        (["--feature-gates", "NotAGate"], "--feature-gates:")):
+        res = drakit("run", str(tmp_path), *args, cwd=tmp_path)
+        assert res.returncode == 2 and named in res.stderr, res.stderr
+        assert "--drakit-" not in res.stderr and "numprocesses" not in res.stderr, res.stderr
+    out = tmp_path / "out"
+    res = drakit("run", str(tmp_path), "-k", "nothing-has-this-name", "--out", str(out), cwd=tmp_path)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "no cases matched -k 'nothing-has-this-name'" in res.stderr
+    results = json.loads((out / "results.json").read_text())
+    assert results["cases"] == [] and results["verdict"]["result"] == "incomplete"
+    assert [r["code"] for r in results["verdict"]["reasons"]] == ["nothing-ran"]
+    assert (out / "junit.xml").exists() and (out / "report.html").exists()

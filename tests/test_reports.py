@@ -190,21 +190,41 @@ def _c(status: str, profile: str = "required", category: str | None = None, cid:
             "skip": {"category": category, "message": "m"} if category else None}
 
 
-@pytest.mark.parametrize("cases,result", [
-    ([_c("passed")], "pass"),
-    ([_c("passed"), _c("flaky")], "pass"),
-    ([_c("passed"), _c("failed", "optional"), _c("skipped", "optional", "feature-disabled")], "pass"),
-    ([_c("passed"), _c("skipped", category="not-applicable"), _c("skipped", category="backend")], "pass"),
-    ([_c("passed"), _c("failed")], "fail"),
-    ([_c("passed"), _c("error")], "fail"),
-    ([_c("passed"), _c("xfail")], "fail"),
-    ([_c("passed"), _c("error", "optional", cid="suite/x.case.yaml")], "fail"),  # a file that did not load
-    ([_c("passed"), _c("skipped", category="inventory")], "incomplete"),
-    ([_c("passed", "optional")], "incomplete"),
-    ([], "incomplete"),
+@pytest.mark.parametrize("cases,result,codes", [
+    ([_c("passed")], "pass", []),
+    ([_c("passed"), _c("flaky")], "pass", []),
+    ([_c("passed"), _c("failed", "optional"), _c("skipped", "optional", "feature-disabled")], "pass", []),
+    ([_c("passed"), _c("skipped", category="not-applicable"), _c("skipped", category="backend")], "pass", []),
+    ([_c("passed"), _c("failed")], "fail", ["case-failed"]),
+    ([_c("passed"), _c("error")], "fail", ["case-failed"]),
+    ([_c("passed"), _c("xfail")], "fail", ["case-failed"]),
+    ([_c("passed"), _c("error", "optional", cid="suite/x.case.yaml")], "fail", ["load-error"]),  # a file that did not load
+    ([_c("passed"), _c("skipped", category="inventory")], "incomplete", ["required-skipped"]),
+    ([_c("passed", "optional")], "incomplete", ["nothing-ran"]),
+    ([], "incomplete", ["nothing-ran"]),
 ])
-def test_verdict_rule(cases: list[dict[str, Any]], result: str) -> None:
-    assert compute_verdict(cases) == {"result": result, "rule": reports.VERDICT_RULE}
+def test_verdict_rule(cases: list[dict[str, Any]], result: str, codes: list[str]) -> None:
+    verdict = compute_verdict(cases)
+    assert (verdict["result"], verdict["rule"]) == (result, reports.VERDICT_RULE)
+    assert [r["code"] for r in verdict["reasons"]] == codes
+
+
+def test_run_reasons_make_a_passing_run_incomplete_and_survive_a_merge() -> None:
+    """An interrupt (a run-level reason) turns pass into incomplete, a failure still wins, and
+    merging other cases into the results keeps the interrupt while the case reasons are redone."""
+    interrupted = {"code": "interrupted", "message": "interrupted by SIGTERM during the cases: 1 of 3 cases finished, 2 not run",
+                   "signal": "SIGTERM", "phase": "cases", "count": 2,
+                   "cases": [{"id": "a/b", "backend": "cluster"}, {"id": "a/c", "backend": "cluster"}]}
+    assert compute_verdict([_c("passed")], [interrupted])["result"] == "incomplete"
+    assert compute_verdict([_c("passed"), _c("failed")], [interrupted])["result"] == "fail"
+    assert compute_verdict([_c("passed")], [{"code": "from-a-newer-drakit", "message": "x"}])["result"] == "incomplete"
+    results = fixture("all-passed")
+    results["verdict"] = compute_verdict(results["cases"], [interrupted])
+    validate_results(results)
+    merged = reports.merge_cases(results, [{**results["cases"][0], "id": "extra/case", "backend": "node-plugin",
+                                            "status": "failed", "failure": {"summary": "x", "detail": ""}}])
+    assert merged["verdict"]["result"] == "fail"
+    assert [r["code"] for r in merged["verdict"]["reasons"]] == ["case-failed", "interrupted"]
 
 
 def test_summary_counts() -> None:

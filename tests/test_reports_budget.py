@@ -102,3 +102,45 @@ def test_a_thousand_case_report_stays_under_the_size_budget(fail_every: int) -> 
 def test_junit_of_a_thousand_cases_is_bounded_too() -> None:
     xml = render_junit(synthetic_run())
     assert len(xml.encode("utf-8")) < 2 * SIZE_BUDGET  # failure bodies are cut at 8 KiB each
+
+
+def test_a_100_kb_failure_message_does_not_widen_the_page() -> None:
+    """One unbroken 100 KB line as a failure summary and as a skip message: lists and headings
+    show a cut first line, the long text only appears in a wrapping ``pre`` block, cut to the
+    text limit, and the page's stylesheet wraps anything else that is long."""
+    from html.parser import HTMLParser
+
+    from drakit.reports import compute_summary, compute_verdict
+    results = load_results(FIXTURES / "mixed.json")
+    failing = next(c for c in results["cases"] if c["status"] == "failed")
+    failing["failure"] = {**failing["failure"], "summary": "x" * 100_000}
+    skipped = next(c for c in results["cases"] if c["status"] == "skipped")
+    skipped["skip"] = {"category": "other", "message": "y" * 100_000}
+    results["summary"], results["verdict"] = compute_summary(results["cases"]), compute_verdict(results["cases"])
+    html = render_html(results)
+
+    class Runs(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stack: list[str] = []
+            self.longest_outside_pre = 0
+
+        def handle_starttag(self, tag: str, attrs: Any) -> None:
+            if tag not in ("br", "meta", "link", "input", "img", "hr", "wbr"):
+                self.stack.append(tag)
+
+        def handle_endtag(self, tag: str) -> None:
+            while self.stack and self.stack.pop() != tag:
+                pass
+
+        def handle_data(self, data: str) -> None:
+            if "pre" not in self.stack and "style" not in self.stack:
+                longest = max((len(w) for w in data.split()), default=0)
+                self.longest_outside_pre = max(self.longest_outside_pre, longest)
+
+    runs = Runs()
+    runs.feed(html)
+    assert runs.longest_outside_pre <= 320, runs.longest_outside_pre  # REASON_LIMIT and a bracket or two
+    assert "x" * 1000 in html  # the message is there, in a pre block, cut to the text limit
+    assert "x" * 100_000 not in html and len(html) < 400_000
+    assert "overflow-wrap: anywhere" in html

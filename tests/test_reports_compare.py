@@ -135,7 +135,7 @@ def test_compare_text(old: dict[str, Any], new: dict[str, Any]) -> None:
     assert any(line.startswith("  passed core/match-attribute-constraint [cluster] (was failed); before: ")
                for line in lines)
     assert "removed cases: 1" in lines
-    assert lines[-1] == "gate: FAIL (2 newly failing)"
+    assert lines[-1] == "gate: FAIL (2 newly failing, 2 required passing cases gone)"
     assert "\x1b" not in text
     assert "\x1b[1;31mFAIL\x1b[0m" in render_compare_text(compare_results(old, new), color=True)
 
@@ -164,7 +164,7 @@ def test_cli_compare_gates_on_new_failures(tmp_path: Path, old: dict[str, Any], 
     res = _drakit("report", "--compare", str(tmp_path / "old.json"), str(tmp_path / "new.json"),
                   "--out", str(tmp_path / "cmp"), cwd=tmp_path)
     assert res.returncode == 1, res.stdout + res.stderr
-    assert "gate: FAIL (2 newly failing)" in res.stdout
+    assert "gate: FAIL (2 newly failing, 2 required passing cases gone)" in res.stdout
     assert f"wrote {tmp_path / 'cmp' / 'compare.html'}" in res.stdout
     assert "Gate: FAIL" in (tmp_path / "cmp" / "compare.html").read_text(encoding="utf-8")
     # a run against itself: nothing newly fails, exit 0, compare.html next to NEW
@@ -185,3 +185,36 @@ def test_cli_compare_usage_errors(tmp_path: Path, old: dict[str, Any]) -> None:
     assert res.returncode == 2 and "give either RESULTS.json" in res.stderr
     res = _drakit("report", cwd=tmp_path)
     assert res.returncode == 2
+
+
+def test_required_cases_that_vanished_fail_the_gate_unless_allowed(tmp_path: Path, old: dict[str, Any]) -> None:
+    """A required case that passed before and is missing (or skipped) now fails the gate and is
+    named, although nothing newly fails; --allow-removed accepts it; `| head` is no traceback."""
+    subset = copy.deepcopy(old)
+    kept = [c for c in subset["cases"] if not (c["profile"] == "required" and c["status"] == "passed")][:3]
+    gone = [(c["id"], c["backend"]) for c in old["cases"] if c["profile"] == "required" and c["status"] == "passed"]
+    skipped = copy.deepcopy(next(c for c in old["cases"] if c["profile"] == "required" and c["status"] == "passed"))
+    skipped.update(status="skipped", skip={"category": "feature-disabled", "message": "gate off"}, failure=None)
+    subset["cases"] = kept + [skipped]
+    subset = _seal(subset)
+    c = compare_results(old, subset)
+    assert c["newlyFailing"] == [] and sorted(_keys(c["vanished"])) == sorted(gone)
+    assert c["gate"]["result"] == "fail" and gate_exit_code(c) == 1
+    assert gate_exit_code(compare_results(old, subset, allow_removed=True)) == 0
+    (tmp_path / "full.json").write_text(json.dumps(old), encoding="utf-8")
+    (tmp_path / "subset.json").write_text(json.dumps(subset), encoding="utf-8")
+    res = _drakit("report", "--compare", str(tmp_path / "full.json"), str(tmp_path / "subset.json"), cwd=tmp_path)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert f"required cases that passed, now missing or skipped: {len(gone)}" in res.stdout
+    for cid, backend in gone[:5]:
+        assert f"{cid} [{backend}]" in res.stdout
+    assert f"  skipped {skipped['id']} [{skipped['backend']}] (was passed): [feature-disabled] gate off" in res.stdout
+    assert "Required cases that passed, now missing or skipped" in (tmp_path / "compare.html").read_text(encoding="utf-8")
+    res = _drakit("report", "--compare", str(tmp_path / "full.json"), str(tmp_path / "subset.json"), "--allow-removed",
+                  cwd=tmp_path)
+    assert res.returncode == 0 and "(allowed by --allow-removed)" in res.stdout, res.stdout
+    # a reader that is gone before drakit writes (``| head`` that has read enough): no BrokenPipeError
+    piped = subprocess.run(f"{sys.executable} -m drakit.conformance.cli report --compare full.json subset.json | true; "
+                           f"exit ${{PIPESTATUS[0]}}", shell=True, executable="/bin/bash", cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120)
+    assert piped.returncode == 1 and piped.stderr == "", piped.stderr

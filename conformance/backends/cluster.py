@@ -237,6 +237,8 @@ class ClusterBackend:
         self.run_id = uuid.uuid4().hex[:8]
         self.local = opt("--drakit-cluster") == "local"
         self.alternate: Any = None  # localtarget.Alternate on the local cluster
+        self._stops: list[Any] = []  # what close() undoes, last first
+        config.add_cleanup(self.close)  # close() runs at session finish already; this is the safety net
         from .discovery import discover
         from .localtarget import Alternate, LocalTarget, Target
         if self.local:
@@ -246,10 +248,10 @@ class ClusterBackend:
             except GateError as exc:
                 raise HarnessError(f"--drakit-feature-gates: {exc}") from None
             main = LocalTarget(requested)
-            config.add_cleanup(main.stop)  # node side first, then the cluster
+            self._stops.append(main.stop)  # node side first, then the cluster
             self.main: Target = main
             self.alternate = Alternate(main)
-            config.add_cleanup(self.alternate.stop)  # cleanups run last-in first-out: before main
+            self._stops.append(self.alternate.stop)  # stops run last-in first-out: before main
         else:
             api = KubeApi(opt("--drakit-kubeconfig"), opt("--drakit-context"))
             # read-only: API discovery, and dry-run probes for the gates of a cluster drakit did not start
@@ -263,7 +265,25 @@ class ClusterBackend:
             from .install import install_fake_driver
             drivers = list(vendor.driver_names) if vendor is not None else None
             self.installed = install_fake_driver(self.api, image=opt("--drakit-driver-image"), drivers=drivers)
-            config.add_cleanup(self.installed.remove)
+            self._stops.append(self.installed.remove)
+
+    def teardown_note(self) -> str | None:
+        """What :meth:`close` is about to stop, for the console (None: nothing to wait for)."""
+        if not self._stops:
+            return None
+        return "stopping " + ("the local clusters and their fake nodes" if self.local else "the installed fake driver")
+
+    def close(self) -> None:
+        """Undo what the backend started (installed driver, alternate and main local clusters),
+        last first; each once, whatever fails."""
+        errors = []
+        while self._stops:
+            try:
+                self._stops.pop()()
+            except Exception as exc:  # noqa: BLE001 - the others still run; said below
+                errors.append(first_line(exc))
+        for error in errors:
+            logging.getLogger("drakit.cluster").warning("stopping the cluster backend: %s", error)
 
     def capabilities(self) -> Capabilities:
         return Capabilities(self.version, dict(self.gates), self.discovery.served)
@@ -339,7 +359,7 @@ class ClusterBackend:
         except ApiRejected as exc:
             session.close(failed=False)
             raise HarnessError(f"installing the fake hardware failed: {exc}") from exc
-        except HarnessError:
+        except BaseException:  # a harness error, or SIGINT/SIGTERM: remove what was created
             session.close(failed=False)
             raise
         return session

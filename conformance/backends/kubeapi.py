@@ -3,6 +3,7 @@ field validation, reads, deletes and waits. Shared by the cluster backend and th
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ..errors import ApiRejected, api_error_message
@@ -24,7 +25,9 @@ CLEANUP_TIMEOUT = 60.0
 class KubeApi:
     """A thin layer over the kubernetes DynamicClient that speaks wire-form dicts."""
 
-    def __init__(self, kubeconfig: str | None, context: str | None = None) -> None:
+    def __init__(self, kubeconfig: str | None, context: str | None = None, cache_dir: Path | None = None) -> None:
+        """*cache_dir*: where the client keeps its discovery cache (default: the temp dir, one file
+        per server; a local cluster's run dir, so the file goes with the cluster)."""
         try:
             from kubernetes.client import ApiClient
             from kubernetes.dynamic import DynamicClient
@@ -38,7 +41,8 @@ class KubeApi:
             raise HarnessError(str(exc)) from None
         self.api_client = ApiClient(client_config)
         try:  # the dynamic client reads the API discovery documents right away
-            self.dynamic = DynamicClient(self.api_client)
+            cache = str(cache_dir / "discovery-cache.json") if cache_dir is not None else None
+            self.dynamic = DynamicClient(self.api_client, cache_file=cache)
         except Exception as exc:
             raise HarnessError(f"cannot reach the API server of context {self.target.context!r} "
                                f"(kubeconfig {self.target.config_file}): {first_line(exc)}") from None

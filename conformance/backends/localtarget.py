@@ -50,7 +50,7 @@ class LocalTarget(Target):
         try:
             from .kubeapi import KubeApi
             from .clusternode import ClusterNodeSide
-            api = KubeApi(str(self.cluster.kubeconfig), None)
+            api = KubeApi(str(self.cluster.kubeconfig), None, cache_dir=self.cluster.run_dir)
             started = {g: v for comp in self.cluster.gates.values() for g, v in comp.items()}
             found = discover(api.version(), api.get_json, None,
                              known_gates={g: v for g, v in started.items() if g in DEFAULT_GATES})

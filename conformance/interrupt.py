@@ -1,0 +1,115 @@
+"""SIGINT and SIGTERM during ``drakit run``: stop the cases, clean up, and say the run is
+incomplete.
+
+The first signal raises :class:`KeyboardInterrupt` in the main thread (what pytest already
+understands: the session stops and ``pytest_sessionfinish`` still runs), unless drakit is in a
+:meth:`Interrupts.shield` block (tearing down a cluster, writing results): then it is only
+recorded, and the block finishes. Every later signal is recorded and ignored, so the cleanup of
+what drakit started (case objects, the local clusters, the fake nodes' sockets) always finishes;
+``SIGKILL`` is the way to stop drakit at once (its folders are cleaned by the next run, see
+:mod:`drakit.clusters.leftovers`).
+
+:data:`INTERRUPTS` is the one state per process: the CLI installs it on the controller before
+pytest starts (so messages reach the real stderr) and the plugin installs it on xdist workers
+(``--drakit-handle-signals``). The results collector reads which signal came and in which phase
+(``start-up``: before the first case finished, ``cases``, ``teardown``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from typing import Any, Iterator
+
+PHASES = ("start-up", "cases", "teardown")
+EXIT_CODES = {"SIGINT": 128 + signal.SIGINT, "SIGTERM": 128 + signal.SIGTERM}  # 130, 143
+
+
+class Interrupts:
+    def __init__(self) -> None:
+        self.signal: str | None = None  # the first signal's name
+        self.phase: str | None = None   # the phase it came in
+        self.current = "start-up"
+        self._shielded = 0
+        self._installed: dict[int, Any] = {}
+        self._announce_fd: int | None = None
+        self._repeats = 0
+
+    @property
+    def interrupted(self) -> bool:
+        return self.signal is not None
+
+    def exit_code(self) -> int | None:
+        return EXIT_CODES[self.signal] if self.signal else None
+
+    def install(self, *, announce: bool = True) -> None:
+        """Handle SIGINT and SIGTERM from here on (main thread only; a no-op elsewhere or when
+        installed already). *announce*: say on stderr what happens (a duplicate of fd 2 is kept,
+        so the line is seen even while pytest captures output)."""
+        if self._installed or threading.current_thread() is not threading.main_thread():
+            return
+        if announce:
+            with contextlib.suppress(OSError):
+                self._announce_fd = os.dup(2)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._installed[sig] = signal.signal(sig, self._handle)
+
+    def uninstall(self) -> None:
+        for sig, previous in self._installed.items():
+            with contextlib.suppress(Exception):
+                signal.signal(sig, previous)
+        self._installed.clear()
+        if self._announce_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._announce_fd)
+            self._announce_fd = None
+
+    def reset(self) -> None:
+        """Forget a recorded signal (a new run in the same process: tests)."""
+        self.signal = self.phase = None
+        self.current = "start-up"
+        self._repeats = 0
+
+    def enter(self, phase: str) -> None:
+        """The run moved on to *phase* (one of :data:`PHASES`). From ``teardown`` on, a signal is
+        only recorded: what is left is cleaning up and writing the results."""
+        if phase not in PHASES:
+            raise ValueError(f"unknown phase {phase!r}")
+        self.current = phase
+
+    @contextlib.contextmanager
+    def shield(self) -> Iterator[None]:
+        """A block a first signal does not break: it is recorded, and the block runs to its end."""
+        self._shielded += 1
+        try:
+            yield
+        finally:
+            self._shielded -= 1
+
+    def say(self, text: str) -> None:
+        """A line on the real stderr (when installed with *announce*), even while pytest captures."""
+        self._say(text)
+
+    def _say(self, text: str) -> None:
+        if self._announce_fd is not None:
+            with contextlib.suppress(OSError):
+                os.write(self._announce_fd, (text + "\n").encode())
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        if self.signal is not None:
+            self._repeats += 1
+            if self._repeats == 1:
+                self._say(f"drakit: {name} again: still cleaning up what drakit started; SIGKILL stops at once "
+                          f"(the next drakit run cleans what is left)")
+            return
+        self.signal, self.phase = name, self.current
+        self._say(f"drakit: {name}: stopping the run; cleaning up what drakit started "
+                  f"(further signals are ignored until that is done)")
+        if not self._shielded and self.current != "teardown":
+            raise KeyboardInterrupt(name)
+
+
+INTERRUPTS = Interrupts()

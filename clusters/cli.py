@@ -103,10 +103,19 @@ def _err(msg: str) -> int:
 def _build(args: argparse.Namespace) -> int:
     from drakit.clusters.local import build
 
+    from drakit.conformance.oracle import OracleUnavailable, build_admission_oracle
+
     try:
         build.build(force=args.force, progress=lambda m: print(m, flush=True))
     except build.BuildError as e:
         return _err(str(e))
+    # The admission oracle (the API server's own validation, for the admission differential
+    # tests) shares the control plane's module graph and Go build cache.
+    try:
+        path = build_admission_oracle(progress=lambda m: print(f"build: {m}", flush=True))
+    except OracleUnavailable as e:
+        return _err(str(e))
+    print(f"build: admission oracle {path}", flush=True)
     return EXIT_OK
 
 

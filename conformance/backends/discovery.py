@@ -7,7 +7,7 @@ Nothing here changes the cluster. Gates are inferred two ways:
   is listed by API discovery only when its gate is on;
 - **server-side dry run**: an object that uses a gated field is created with ``dryRun=All``
   (nothing is stored). When the gate is off the API server drops the field before validation
-  (the rules of :mod:`conformance.reference.fieldgates`), so the field is missing from the
+  (the rules of :mod:`conformance.validation.fieldgates`), so the field is missing from the
   answer; when it is on, the field comes back. A few probes are rejected in a way that tells the
   same (a list attribute that lost its only value, admin access refused for the namespace label,
   a field the server's schema does not know).
@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from ..errors import ApiRejected
 from ..features import DEFAULT_GATES
-from ..reference.fieldgates import RULES, in_use
+from ..validation.fieldgates import RULES, in_use
 
 GROUPS = ("resource.k8s.io", "scheduling.k8s.io")
 PROBE_NAME = "drakit-probe"

@@ -81,6 +81,7 @@ from ._compile import (CACHE_SIZE, ENGINE_BUDGET_TEXT, MAX_COST, MAX_EXPRESSION_
 from ._cost import API_VALUE_BOUND
 from ._device import CelDevice, EncodedDevice, encode_device
 from ._errors import COST_LIMIT_TEXT, CelCompileError, CelRuntimeError
+from ._admission import AdmissionIssue, check_new_expression
 from ._derived import evaluate_derived
 from ._functions import MAX_INCLUDES_LIST
 
@@ -90,4 +91,5 @@ __all__ = [
     "CelCompileError", "CelUnsupportedError", "CelRuntimeError",
     "AttributeValue", "CelDevice", "EncodedDevice", "encode_device",
     "Selector", "compile_selector", "validate_expression", "evaluate_derived",
+    "AdmissionIssue", "check_new_expression",
 ]

@@ -20,15 +20,32 @@ import subprocess
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 HERE = Path(__file__).resolve().parent
-SOURCES = ("go.mod", "go.sum", "main.go")
 MIN_GO = (1, 26)
-BINARY = "drakit-oracle"
 
 Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class GoProgram:
+    """One of the oracles: a Go main package in a folder of this package, with its own module."""
+
+    name: str                   # the cache subdirectory and the binary's name
+    folder: Path
+    sources: tuple[str, ...]
+    what: str                   # for progress lines: what it is built from
+    tags: str = ""
+
+
+ALLOCATOR = GoProgram("oracle", HERE, ("go.mod", "go.sum", "main.go"), "k8s.io/dynamic-resource-allocation")
+ADMISSION = GoProgram("admission-oracle", HERE / "admission", ("go.mod", "go.sum", "main.go"),
+                      "k8s.io/kubernetes v1.37.2 (the API server's registry strategies)", tags="selinux,notest,grpcnotrace")
+SOURCES = ALLOCATOR.sources
+BINARY = "drakit-oracle"
 
 
 class OracleUnavailable(Exception):
@@ -39,22 +56,22 @@ class OracleError(Exception):
     """The oracle process died or answered something that is not a response."""
 
 
-def source_hash() -> str:
-    """Hash of the Go sources (go.mod, go.sum, main.go): names the cache directory."""
+def source_hash(program: GoProgram = ALLOCATOR) -> str:
+    """Hash of a program's Go sources (go.mod, go.sum, main.go): names its cache directory."""
     h = hashlib.sha256()
-    for name in SOURCES:
-        h.update(name.encode() + b"\0" + (HERE / name).read_bytes() + b"\0")
+    for name in program.sources:
+        h.update(name.encode() + b"\0" + (program.folder / name).read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
 
-def cache_dir() -> Path:
-    """``$DRAKIT_CACHE/oracle/<hash>`` or ``${XDG_CACHE_HOME:-~/.cache}/drakit/oracle/<hash>``."""
+def cache_dir(program: GoProgram = ALLOCATOR) -> Path:
+    """``$DRAKIT_CACHE/<name>/<hash>`` or ``${XDG_CACHE_HOME:-~/.cache}/drakit/<name>/<hash>``."""
     base = os.environ.get("DRAKIT_CACHE")
     if base:
         root = Path(base).expanduser()
     else:
         root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "drakit"
-    return root / "oracle" / source_hash()
+    return root / program.name / source_hash(program)
 
 
 def find_go() -> str:
@@ -79,19 +96,23 @@ def _go_env() -> dict[str, str]:
     env.setdefault("GOTOOLCHAIN", "local")
     env["CGO_ENABLED"] = "0"
     # The committed go.sum must be complete: never let the build rewrite go.mod/go.sum.
-    flags = [f for f in env.get("GOFLAGS", "").split() if not f.startswith("-mod=")]
+    flags = [f for f in env.get("GOFLAGS", "").split() if not f.startswith(("-mod=", "-buildvcs"))]
     env["GOFLAGS"] = " ".join(flags + ["-mod=readonly", "-buildvcs=false"])
     return env
 
 
-def build_oracle(progress: Progress | None = None) -> Path:
-    """Build the oracle unless a binary for the current sources is cached; return its path.
+def binary_path(program: GoProgram = ALLOCATOR) -> Path:
+    return cache_dir(program) / (BINARY if program is ALLOCATOR else program.name)
+
+
+def build_program(program: GoProgram, progress: Progress | None = None) -> Path:
+    """Build ``program`` unless a binary for its current sources is cached; return its path.
 
     Safe to call from several processes at once (pytest-xdist workers): the build runs under a
     lock file and the binary appears atomically.
     """
-    out = cache_dir()
-    binary = out / BINARY
+    binary = binary_path(program)
+    out = binary.parent
     if binary.is_file() and os.access(binary, os.X_OK):
         return binary
     go = find_go()
@@ -102,20 +123,31 @@ def build_oracle(progress: Progress | None = None) -> Path:
         if binary.is_file():
             return binary
         if progress:
-            progress(f"building the upstream oracle (k8s.io/dynamic-resource-allocation) into {out}")
+            progress(f"building the {program.name} ({program.what}) into {out}")
         t0 = time.monotonic()
         with tempfile.TemporaryDirectory(dir=out) as tmp:
-            target = Path(tmp) / BINARY
-            proc = subprocess.run([go, "build", "-trimpath", "-o", str(target), "."], cwd=HERE, env=_go_env(),
-                                  capture_output=True, text=True, check=False)
+            target = Path(tmp) / binary.name
+            cmd = [go, "build", "-trimpath", *(["-tags", program.tags] if program.tags else []),
+                   "-ldflags", "-s -w", "-o", str(target), "."]
+            proc = subprocess.run(cmd, cwd=program.folder, env=_go_env(), capture_output=True, text=True, check=False)
             if proc.returncode != 0:
                 detail = (proc.stderr or proc.stdout).strip().splitlines()
                 tail = "\n".join(detail[-15:])
-                raise OracleUnavailable(f"building the upstream oracle failed (go build in {HERE}):\n{tail}")
+                raise OracleUnavailable(f"building the {program.name} failed (go build in {program.folder}):\n{tail}")
             os.replace(target, binary)
         (out / "build.json").write_text(json.dumps({"seconds": round(time.monotonic() - t0, 1),
-                                                    "sources": source_hash()}) + "\n")
+                                                    "sources": source_hash(program)}) + "\n")
     return binary
+
+
+def build_oracle(progress: Progress | None = None) -> Path:
+    """The allocator oracle's binary (built on first use)."""
+    return build_program(ALLOCATOR, progress)
+
+
+def build_admission_oracle(progress: Progress | None = None) -> Path:
+    """The admission oracle's binary (built on first use; ``drakit cluster build`` builds it too)."""
+    return build_program(ADMISSION, progress)
 
 
 class Oracle:
@@ -208,4 +240,5 @@ class Oracle:
         self.close()
 
 
-__all__ = ["Oracle", "OracleError", "OracleUnavailable", "build_oracle", "cache_dir", "find_go", "source_hash"]
+__all__ = ["ADMISSION", "ALLOCATOR", "GoProgram", "Oracle", "OracleError", "OracleUnavailable", "binary_path", "build_admission_oracle",
+           "build_oracle", "build_program", "cache_dir", "find_go", "source_hash"]

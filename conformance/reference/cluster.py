@@ -22,7 +22,7 @@ from .admission import (ApiRejected, check_admin_namespace, check_served, defaul
                         default_taint_times, rejected, validate)
 from .claims import ClaimController
 from .clock import Clock
-from .fieldgates import drop_disabled_fields
+from ..validation.fieldgates import drop_disabled_fields
 from .poolstatus import PoolStatusController
 from .queue import SchedulingQueue
 from .scheduler import MiniScheduler, Outcome, set_condition

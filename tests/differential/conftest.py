@@ -1,1 +1,1 @@
-from tests.differential.oracle_fixture import oracle  # noqa: F401
+from tests.differential.oracle_fixture import admission_oracle, oracle  # noqa: F401

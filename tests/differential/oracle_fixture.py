@@ -24,3 +24,21 @@ def oracle() -> Iterator[Oracle]:
         pytest.skip(f"upstream oracle unavailable: {exc}")
     with Oracle(binary) as o:
         yield o
+
+
+@pytest.fixture(scope="session")
+def admission_oracle() -> Iterator[object]:
+    """The API server's admission (built from k8s.io/kubernetes v1.37.2), one process per session.
+
+    Skipped without Go unless ``DRAKIT_REQUIRE_CLUSTER=1`` (CI), where a missing oracle fails."""
+    from drakit.conformance.oracle import build_admission_oracle
+    from drakit.conformance.oracle.admission import AdmissionOracle
+
+    try:
+        binary = build_admission_oracle()
+    except OracleUnavailable as exc:
+        if os.environ.get("DRAKIT_REQUIRE_CLUSTER", "0") not in ("0", "", "false", "no"):
+            pytest.fail(f"admission oracle unavailable: {exc}")
+        pytest.skip(f"admission oracle unavailable: {exc}")
+    with AdmissionOracle(binary) as o:
+        yield o

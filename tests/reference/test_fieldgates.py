@@ -8,7 +8,7 @@ import pytest
 
 from drakit.conformance.errors import ApiRejected
 from drakit.conformance.features import DEFAULT_GATES
-from drakit.conformance.reference.fieldgates import RULES, drop_disabled_fields, in_use
+from drakit.conformance.validation.fieldgates import RULES, drop_disabled_fields, in_use
 
 from .helpers import NS, claim, cluster, device_class, node, slice_
 

@@ -18,8 +18,8 @@ from ..allocator import SelectorCache
 from ..errors import FieldError
 from ..features import DEFAULT_GATES
 from ..model.status import MAX_RULE_CONDITIONS, validate_claim_devices, validate_conditions
-from .admission import (ApiRejected, check_admin_namespace, check_served, default_claim_spec, default_pod,
-                        default_taint_times, rejected, validate)
+from ..validation.admit import KINDS as ADMITTED_KINDS, admit
+from .admission import ApiRejected, check_served, default_pod, default_taint_times, rejected, validate
 from .claims import ClaimController
 from .clock import Clock
 from ..validation.fieldgates import drop_disabled_fields
@@ -77,16 +77,25 @@ class ReferenceCluster:
             default_pod(obj.get("spec") or {})
         if kind == "ResourcePoolStatusRequest" and isinstance(obj.get("spec"), dict):
             obj["spec"].setdefault("limit", 100)
-        drop_disabled_fields(obj, existing, self.gates)
+        if (obj.get("apiVersion"), kind) in ADMITTED_KINDS:
+            # The API server's admission (conformance.validation): decode, defaults, gate-off
+            # fields dropped, validation with upstream's errors and words.
+            ns_obj = self.store.peek("Namespace", ns) if ns else None
+            labels = ((ns_obj or {}).get("metadata") or {}).get("labels") or {}
+            verdict = admit(obj, existing, gates=self.gates, namespace_labels=labels, stamp=self.clock.stamp())
+            if not verdict.accepted:
+                raise ApiRejected(verdict.message)
+            stored = verdict.stored or obj
+            if not ns:
+                stored["metadata"].pop("namespace", None)
+            if existing is not None:
+                stored.pop("status", None)  # the store keeps the existing status
+            obj, meta = stored, stored["metadata"]
+        else:
+            drop_disabled_fields(obj, existing, self.gates)
         validate(obj)
         if ns:
             self._ensure_namespace(ns)
-        if kind in ("ResourceClaim",):
-            default_claim_spec(obj["spec"])
-            check_admin_namespace(obj, obj["spec"], self.store.peek("Namespace", ns or ""))
-        if kind == "ResourceClaimTemplate":
-            default_claim_spec(obj["spec"]["spec"])
-            check_admin_namespace(obj, obj["spec"]["spec"], self.store.peek("Namespace", ns or ""))
         if existing is None:
             if kind in ("ResourceClaim", "DeviceTaintRule", "ResourcePoolStatusRequest", "PodGroup"):
                 obj.pop("status", None)  # status cannot be set on create

@@ -209,6 +209,10 @@ def admit(obj: Mapping[str, Any], old: Mapping[str, Any] | None = None, *, gates
             if old_meta.get(k) and not meta.get(k):
                 meta[k] = old_meta[k]
         meta.setdefault("resourceVersion", old_meta.get("resourceVersion") or "1")
+        if "generation" in old_meta:
+            meta["generation"] = old_meta["generation"]  # rest.BeforeUpdate keeps the stored generation
+        else:
+            meta.pop("generation", None)
         if "status" in old_obj:
             new["status"] = copy.deepcopy(old_obj["status"])
         else:

@@ -48,3 +48,19 @@ def test_case_object_admission_matches_upstream(ident: str, verdicts: dict[str, 
     ours, up = verdicts[ident]
     diffs = compare_verdicts(ours, up)
     assert not diffs, f"{ident}:\n" + "\n".join(diffs)
+
+
+# Kinds whose API the case's gates switch off are refused before admission ("could not find the
+# requested resource"): not admission's words.
+EXPECTED = [w for w in WRITES if w.expect_error is not None
+            and not (w.obj["kind"] == "ResourcePoolStatusRequest" and not w.gates.get("DRAResourcePoolStatus"))]
+
+
+@pytest.mark.parametrize("ident", [w.ident for w in EXPECTED])
+def test_expect_error_holds_on_both_admissions(ident: str, verdicts: dict[str, Any]) -> None:
+    """A case's ``expectError`` is upstream's text: both the oracle and the reference refuse the
+    object with a message containing it."""
+    w = next(x for x in EXPECTED if x.ident == ident)
+    ours, up = verdicts[ident]
+    assert not up.accepted and w.expect_error in up.message, f"upstream: {up.message or 'accepted'}"
+    assert not ours.accepted and w.expect_error in ours.message, f"reference: {ours.message or 'accepted'}"

@@ -60,6 +60,8 @@ def pod(name: str, *, claim_name: str | None = None, template_name: str | None =
     if template_name:
         refs.append({"name": entry, "resourceClaimTemplateName": template_name})
     cs = containers or [{"name": "main", "resources": {"claims": [{"name": entry}]} if refs else {}}]
+    for c in cs:
+        c.setdefault("image", "pause")  # the API server requires one
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS},
             "spec": {"resourceClaims": refs, "containers": cs, **spec}}
 

@@ -101,7 +101,7 @@ def test_every_rule_names_known_gates() -> None:
 def test_admission_drops_before_it_validates() -> None:
     c = cluster(DRAListTypeAttributes=False, DRAConsumableCapacity=False)
     c.apply(node())
-    with pytest.raises(ApiRejected, match="must have exactly one of"):
+    with pytest.raises(ApiRejected, match="must specify one of: `int`, `bool`"):
         c.apply(slice_("s", [{"name": "d", "attributes": {"l": {"ints": [1, 2]}}}]))
     c.apply(device_class())
     c.apply(slice_("ok", [{"name": "d"}]))

@@ -150,7 +150,7 @@ def test_no_allocation_timestamp_without_the_gate() -> None:
 
 def _ext_pod(name: str, init: list[int], regular: list[int], res: str = "example.com/gpu") -> dict[str, Any]:
     def cont(prefix: str, n: int, i: int, **extra: Any) -> dict[str, Any]:
-        return {"name": f"{prefix}{i}", "resources": {"limits": {res: str(n)}}, **extra}
+        return {"name": f"{prefix}{i}", "image": "pause", "resources": {"limits": {res: str(n)}}, **extra}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS},
             "spec": {"initContainers": [cont("init", n, i) for i, n in enumerate(init)],
                      "containers": [cont("c", n, i) for i, n in enumerate(regular)]}}

@@ -98,7 +98,7 @@ class _Typer:
             if fn == "_+_" and len(ts) == 2 and all((t or "").startswith("list(") for t in ts):
                 return own
             if fn in _ARITH and len(ts) == 2 and _concrete(ts[0]) and _concrete(ts[1]):
-                out = _ARITH[fn].get((ts[0], ts[1]))
+                out = _ARITH[fn].get((str(ts[0]), str(ts[1])))
                 if out is None:
                     return self._no_overload(expr, fn, ts)
                 return out
@@ -126,8 +126,9 @@ class _Typer:
                 return own
             if own == "dyn" and fn in _ARITH and len(ts) == 2:
                 known = [t for t in ts if _concrete(t)]
-                if known and all(t == known[0] for t in known) and (known[0], known[0]) in _ARITH[fn]:
-                    return _ARITH[fn][(known[0], known[0])] if len(known) == 2 else own
+                k0 = str(known[0]) if known else ""
+                if known and all(t == k0 for t in known) and (k0, k0) in _ARITH[fn]:
+                    return _ARITH[fn][(k0, k0)] if len(known) == 2 else own
             return own
         if kind == "comprehension_expr":
             comp = expr.comprehension_expr
@@ -146,7 +147,7 @@ class _Typer:
             return own
         return own
 
-    def _no_overload(self, expr: Any, fn: str, ts: list[str | None]) -> None:
+    def _no_overload(self, expr: Any, fn: str, ts: list[str | None]) -> str | None:
         self.issue = (expr.id, f"found no matching overload for '{fn}' applied to '({', '.join(t or 'dyn' for t in ts)})'")
         return None
 

@@ -79,34 +79,3 @@ def default_taint_times(obj: dict[str, Any], old: dict[str, Any] | None, stamp: 
             taint["timeAdded"] = old_taint.get("timeAdded") or stamp
         if old is not None and taint.get("effect") != old_taint.get("effect") and taint.get("timeAdded") == old_taint.get("timeAdded"):
             taint["timeAdded"] = stamp  # the effect changed: TimeAdded tracks when this effect was added
-
-
-def _default_request(body: dict[str, Any]) -> None:
-    body.setdefault("allocationMode", "ExactCount")
-    if body.get("count") == 0:
-        del body["count"]  # an omitted integer on the wire: 0 and unset are the same
-    if body["allocationMode"] == "ExactCount":
-        body.setdefault("count", 1)
-    for t in body.get("tolerations") or []:
-        t.setdefault("operator", "Equal")
-
-
-def default_claim_spec(spec: dict[str, Any]) -> None:
-    for req in (spec.get("devices") or {}).get("requests") or []:
-        if req.get("exactly") is not None:
-            _default_request(req["exactly"])
-        for sub in req.get("firstAvailable") or []:
-            _default_request(sub)
-
-
-def uses_admin_access(spec: dict[str, Any]) -> bool:
-    return any((req.get("exactly") or {}).get("adminAccess") for req in (spec.get("devices") or {}).get("requests") or [])
-
-
-def check_admin_namespace(obj: dict[str, Any], spec: dict[str, Any], namespace: dict[str, Any] | None) -> None:
-    if not uses_admin_access(spec):
-        return
-    labels = ((namespace or {}).get("metadata") or {}).get("labels") or {}
-    if labels.get(ADMIN_LABEL) != "true":
-        raise rejected(obj, f"spec.devices.requests: Forbidden: admin access to devices requires the "
-                            f"`{ADMIN_LABEL}: true` label on the containing namespace")

@@ -35,8 +35,9 @@ def request_policy(value: Any, policy: dict[str, Any], path: str, gates: Mapping
         qs = [_q(v) for v in vv]
         vpath = child(path, "validValues")
         for i in range(len(qs) - 1):
-            if qs[i] is not None and qs[i + 1] is not None and qs[i].compare(qs[i + 1]) > 0:  # type: ignore[union-attr]
-                errs.append(invalid(index(vpath, i + 1), qs[i + 1].canonical(), "values must be sorted in ascending order"))  # type: ignore[union-attr]
+            a, b = qs[i], qs[i + 1]
+            if a is not None and b is not None and a.compare(b) > 0:
+                errs.append(invalid(index(vpath, i + 1), b.canonical(), "values must be sorted in ascending order"))
         found = False
         if len(qs) > 10:  # validateSet stops early, so the default is never found
             errs.append(FieldErr("FieldValueTooMany", vpath, "must have at most 10 items", value=len(qs)))
@@ -84,7 +85,7 @@ def request_policy(value: Any, policy: dict[str, Any], path: str, gates: Mapping
                 if added > cap._value:  # noqa: SLF001
                     errs.append(invalid(child(rpath, "step"), step.canonical(),
                                         f"one step {Quantity.from_number(added, lo.format).canonical()} is larger than capacity value: {cap.canonical()}"))
-                for v, name in ((default, "default"), (hi, "max")):
+                for v in (default, hi):
                     if v is None:
                         continue
                     sv, mv, vv_ = (-(-x._value // 1) for x in (step, lo, v))  # noqa: SLF001

@@ -47,10 +47,8 @@ def _common(meta: dict[str, Any], namespaced: bool, path: str) -> list[FieldErr]
         errs.append(invalid(child(path, "generation"), gen, "must be greater than or equal to 0", covered=True))
     errs += validate_labels(meta.get("labels"), child(path, "labels"))
     errs += validate_annotations(meta.get("annotations"), child(path, "annotations"))
-    for i, f in enumerate(meta.get("finalizers") or []):
+    for f in meta.get("finalizers") or []:
         errs += [invalid(child(path, "finalizers"), f, m) for m in is_qualified_name(f)]
-        if "/" not in f and not errs:
-            pass
     return errs
 
 

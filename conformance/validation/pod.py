@@ -106,11 +106,11 @@ def validate_pod(obj: dict[str, Any], gates: Mapping[str, bool]) -> Errs:
     spec = as_dict(obj.get("spec"))
     errs = validate_object_meta(as_dict(obj.get("metadata")), True)
     claims = as_list(spec.get("resourceClaims"))
-    pod_claims = {as_dict(c).get("name") for c in claims if as_dict(c).get("name")}
+    pod_claims = {str(as_dict(c).get("name")) for c in claims if as_dict(c).get("name")}
     errs += pod_resource_claims(claims, "spec.resourceClaims")
     containers = as_list(spec.get("containers"))
     if not containers:
         errs.append(required("spec.containers"))
     errs += _containers(containers, pod_claims, "spec.containers")
     errs += _containers(as_list(spec.get("initContainers")), pod_claims, "spec.initContainers")
-    return errs  # type: ignore[return-value]
+    return errs

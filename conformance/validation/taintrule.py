@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from .common import Errs, as_dict, dns_label, driver_name, pool_name, taint
+from .common import as_dict, dns_label, driver_name, pool_name, taint
 from .errs import child, invalid, required
 from .meta import validate_object_meta, validate_object_meta_update
-from .names import SUBDOMAIN_MSG, DNS1123_SUBDOMAIN_FMT, blen, regex_error
+from .names import DNS1123_SUBDOMAIN_FMT, blen, regex_error
 from .verdict import FieldErr
 import re
 

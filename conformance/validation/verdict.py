@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 # ErrorType -> the text ErrorType.String() gives.
@@ -113,10 +114,10 @@ class FieldErr:
     type: str
     field: str
     detail: str = ""
-    value: Any = field(default=OMIT, compare=False)
+    value: Any = dataclasses.field(default=OMIT, compare=False)
     body: str = ""
-    origin: str = field(default="", compare=False)
-    declarative: bool = field(default=False, compare=False)
+    origin: str = dataclasses.field(default="", compare=False)
+    declarative: bool = dataclasses.field(default=False, compare=False)
 
     def error_body(self) -> str:
         if self.body:

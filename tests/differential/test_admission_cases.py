@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from drakit.conformance.oracle.admission import compare_verdicts, request
+from drakit.conformance.oracle.admission import compare_verdicts
 from drakit.conformance.validation.admit import admit
 
 from .admission_corpus import case_writes

@@ -263,6 +263,37 @@ def _validate_manifest(doc: Any, manifest: Any, mpath: tuple[object, ...], file:
     except FieldError as exc:
         line = line_of(doc, mpath + exc.path) or start
         raise LoadError(file, line, exc.message, format_path(mpath + exc.path)) from None
+    _admission_problem(doc, probe, mpath, file, start)
+
+
+def _field_path(text: str) -> tuple[object, ...]:
+    """``spec.devices.requests[0].name`` -> ("spec", "devices", "requests", 0, "name")."""
+    out: list[object] = []
+    for part in re.findall(r"[^.\[\]]+|\[[^\]]*\]", text):
+        if part.startswith("["):
+            inner = part[1:-1]
+            out.append(int(inner) if inner.isdigit() else inner)
+        else:
+            out.append(part)
+    return tuple(out)
+
+
+def _admission_problem(doc: Any, probe: dict[str, Any], mpath: tuple[object, ...], file: str, start: int) -> None:
+    """What the API server's admission (the reference's model of it) refuses, with its words."""
+    from ..validation.admit import KINDS, admit
+    if (probe.get("apiVersion"), probe.get("kind")) not in KINDS:
+        return
+    gates = dict(DEFAULT_GATES, **(doc.get("featureGates") or {}))
+    labels = dict((doc.get("namespace") or {}).get("labels") or {})
+    verdict = admit(probe, gates=gates, namespace_labels=labels)
+    if verdict.accepted:
+        return
+    if not verdict.errors:
+        raise LoadError(file, line_of(doc, mpath) or start, verdict.message, format_path(mpath))
+    first = verdict.errors[0]
+    path = mpath + _field_path(first.field)
+    more = f" (and {len(verdict.errors) - 1} more)" if len(verdict.errors) > 1 else ""
+    raise LoadError(file, line_of(doc, path) or start, first.error_body() + more, format_path(path))
 
 
 def _plain(v: Any) -> Any:

@@ -83,7 +83,7 @@ class _Typer:
                         self.issue = (expr.id, "undefined field 'allowMultipleAllocations'")
                         return None
                     return "bool"
-                if sel.field not in ("attributes", "capacity"):
+                if sel.field not in ("attributes", "capacity") and not sel.field.startswith("@"):
                     self.issue = (expr.id, f"undefined field '{sel.field}'")
                     return None
             self.type_of(sel.operand)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..cel import CelDevice, CelRuntimeError, compile_selector, encode_device, evaluate_derived
+from ..cel import CelDevice, CelRuntimeError, compile_selector, device_is_plain, encode_device, evaluate_derived, read_key
 from ..attributes import AttributeValue
 from ..model.slice import Device
 
@@ -11,12 +11,18 @@ class SelectorCache:
     """CEL results per (expression, device); device attributes do not change during a run, so the
     cache may outlive one allocator. Encoded CEL inputs are cached per device too.
 
+    Devices that agree on every value a selector reads share its outcome (``Selector.reads``):
+    across a cluster of identical GPUs a selector is evaluated once per distinct value, not once
+    per device, and a device nothing was evaluated on yet is never encoded.
+
     ``allow_multiple`` is what CEL sees as ``device.allowMultipleAllocations``: the device's own
     field, except in the stable implementation, which never passes it (so it reads false)."""
 
     def __init__(self) -> None:
         self._encoded: dict[tuple[int, bool], tuple[Device, object]] = {}
         self._results: dict[tuple[str, int, bool], object] = {}
+        self._plain: dict[int, tuple[Device, bool]] = {}
+        self._by_reads: dict[tuple[object, ...], object] = {}
 
     def encoded(self, device: Device, driver: str, allow_multiple: bool | None = None) -> object:
         multi = device.allow_multiple_allocations if allow_multiple is None else allow_multiple
@@ -41,15 +47,33 @@ class SelectorCache:
             raise got
         return got  # type: ignore[return-value]
 
+    def _shared_key(self, reads: tuple[tuple[str, ...], ...], device: Device, driver: str) -> tuple[object, ...] | None:
+        hit = self._plain.get(id(device))
+        if hit is None or hit[0] is not device:
+            hit = (device, device_is_plain(driver, device.attributes, device.capacity))
+            self._plain[id(device)] = hit
+        if not hit[1]:
+            return None
+        return read_key(reads, driver, device.attributes, {k: c.value for k, c in device.capacity.items()})
+
     def evaluate(self, expression: str, device: Device, driver: str, allow_multiple: bool) -> bool:
         key = (expression, id(device), allow_multiple)
         got = self._results.get(key)
         if got is None:
             selector = compile_selector(expression)  # CelCompileError propagates
-            try:
-                got = selector.matches(self.encoded(device, driver, allow_multiple))  # type: ignore[arg-type]
-            except CelRuntimeError as exc:
-                got = exc
+            shared = None
+            if selector.reads is not None:
+                values = self._shared_key(selector.reads, device, driver)
+                if values is not None:
+                    shared = (expression, allow_multiple, values)
+                    got = self._by_reads.get(shared)
+            if got is None:
+                try:
+                    got = selector.matches(self.encoded(device, driver, allow_multiple))  # type: ignore[arg-type]
+                except CelRuntimeError as exc:
+                    got = exc
+                if shared is not None:
+                    self._by_reads[shared] = got
             self._results[key] = got
         if isinstance(got, CelRuntimeError):
             raise got

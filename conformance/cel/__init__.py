@@ -84,6 +84,7 @@ from ._errors import COST_LIMIT_TEXT, CelCompileError, CelRuntimeError
 from ._admission import AdmissionIssue, check_new_expression
 from ._derived import evaluate_derived
 from ._functions import MAX_INCLUDES_LIST
+from ._reads import device_is_plain, read_key
 
 __all__ = [
     "MAX_EXPRESSION_LENGTH", "MAX_COST", "CACHE_SIZE", "MAX_INCLUDES_LIST", "API_VALUE_BOUND",
@@ -91,5 +92,5 @@ __all__ = [
     "CelCompileError", "CelUnsupportedError", "CelRuntimeError",
     "AttributeValue", "CelDevice", "EncodedDevice", "encode_device",
     "Selector", "compile_selector", "validate_expression", "evaluate_derived",
-    "AdmissionIssue", "check_new_expression",
+    "AdmissionIssue", "check_new_expression", "device_is_plain", "read_key",
 ]

@@ -10,7 +10,7 @@ from typing import Any
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional
 
-from . import _ast
+from . import _ast, _reads
 from ._cost import API_VALUE_BOUND, estimate_cost, non_iterable_range
 from ._device import EncodedDevice
 from ._errors import (COST_LIMIT_TEXT, NOT_ITERABLE_TEXT, CelCompileError, CelRuntimeError, compile_error_text,
@@ -102,7 +102,7 @@ class Selector:
     """A compiled selector expression. Immutable; safe to share between threads."""
 
     __slots__ = ("expression", "_program", "_checked", "_static_cost", "_attr_literals", "_cap_literals",
-                 "_real_attributes", "_real_capacity", "_plain")
+                 "_real_attributes", "_real_capacity", "_plain", "reads")
 
     def __init__(self, expression: str, program: Any, checked: Any, use: _ast.DomainMapUse) -> None:
         self.expression = expression
@@ -114,6 +114,9 @@ class Selector:
         self._real_attributes = use.real["attributes"]
         self._real_capacity = use.real["capacity"]
         self._plain = not (self._real_attributes or self._real_capacity)
+        # The device values the outcome depends on (see _reads), or None: evaluate per device.
+        # Past the static cost bound the per-device sizes matter too.
+        self.reads = _reads.device_reads(checked) if self._static_cost <= MAX_COST else None
 
     @property
     def static_cost(self) -> int:

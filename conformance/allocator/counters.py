@@ -8,8 +8,7 @@ from typing import Callable
 from ..model.slice import Device
 from ..quantity import Quantity
 from .constraints import GroupIntersection
-from .pools import Pool
-from .types import AllocatedState, DeviceID
+from .types import AllocatedState, DeviceID, Pool
 
 CounterUse = dict[str, dict[str, Quantity]]   # counter set -> counter -> amount
 Running = dict[str, GroupIntersection]         # counter set -> groups of the devices drawing from it

@@ -10,29 +10,11 @@ orders upstream may produce.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Sequence
 
-from ..quantity import Quantity
 from ..model.slice import ResourceSlice, node_matches
-from .types import AllocationError, CandidateDevice, Features, NodeInfo
-
-
-@dataclass(slots=True)
-class Pool:
-    driver: str
-    name: str
-    generation: int
-    slices: list[ResourceSlice] = field(default_factory=list)  # device slices targeting the node, by name
-    other_slices: list[ResourceSlice] = field(default_factory=list)  # same generation, not targeting the node
-    counter_sets: dict[str, dict[str, Quantity]] = field(default_factory=dict)
-    incomplete: bool = False
-    invalid: str | None = None
-    has_binding_conditions: bool = False
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.driver, self.name)
+from .nodeview import NodeView
+from .types import AllocationError, CandidateDevice, Features, NodeInfo, Pool
 
 
 class SliceIndex:
@@ -44,8 +26,11 @@ class SliceIndex:
     """
 
     def __init__(self, slices: Sequence[ResourceSlice]) -> None:
-        self._views: dict[tuple[str, tuple[tuple[str, str], ...], Features, str],
-                          tuple[list["Pool"], list[CandidateDevice]]] = {}
+        self._views: dict[tuple[str, tuple[tuple[str, str], ...], Features, str], NodeView] = {}
+        # node name, channel -> (features, labels, view) of the last lookup: the common case of
+        # one node asked for again with the same labels costs no sorting.
+        self._last: dict[tuple[str, str], tuple[Features, dict[str, str], NodeView]] = {}
+        self._entry_ids: dict[tuple[object, ...], int] = {}
         self.all: list[ResourceSlice] = list(slices)
         self.position: dict[int, int] = {id(s): i for i, s in enumerate(self.all)}
         self.node_local: dict[str, list[ResourceSlice]] = {}
@@ -58,15 +43,26 @@ class SliceIndex:
                 self.shared.append(s)
             self.by_pool.setdefault((s.driver, s.pool.name), []).append(s)
 
+    def entry_id(self, key: tuple[object, ...]) -> int:
+        """A small number standing for a request entry's :attr:`~.plan.Entry.key` (what the
+        views cache per entry is kept under)."""
+        got = self._entry_ids.get(key)
+        if got is None:
+            got = self._entry_ids[key] = len(self._entry_ids)
+        return got
 
-    def view(self, node: NodeInfo, features: Features,
-             channel: str = "incubating") -> tuple[list["Pool"], list[CandidateDevice]]:
+    def view(self, node: NodeInfo, features: Features, channel: str = "incubating") -> NodeView:
+        """The node's gathered pools and search order (see :class:`~.nodeview.NodeView`)."""
+        last = self._last.get((node.name, channel))
+        if last is not None and (last[0] is features or last[0] == features) and last[1] == node.labels:
+            return last[2]
         key = (node.name, tuple(sorted(node.labels.items())), features, channel)
         hit = self._views.get(key)
         if hit is None:
             pools = gather_pools(self, node, features, channel)
-            hit = (pools, candidates(pools))
+            hit = NodeView(pools, candidates(pools))
             self._views[key] = hit
+        self._last[(node.name, channel)] = (features, dict(node.labels), hit)
         return hit
 
 

@@ -26,13 +26,17 @@ from typing import Callable, Mapping, Sequence
 from ..cel import CelCompileError, CelRuntimeError
 from ..attributes import AttributeValue
 from ..quantity import Quantity
-from ..model.claim import DeviceClass, DeviceRequestSpec, ResourceClaim, Toleration
-from ..model.slice import Device, DeviceTaint, ResourceSlice, node_matches
+from ..model.claim import DeviceClass, ResourceClaim
+from ..model.slice import ResourceSlice, node_matches
 from . import capacity as cap
 from .constraints import ConstraintTracker, GroupIntersection, lookup_attribute
 from .counters import CounterBook
+from .plan import ClaimPlan, RequestData, build_plan, has_all
+from .precheck import Requests, entries_of, short
+from .nodeview import NodeView
 from .pools import SliceIndex
 from .selectors import SelectorCache
+from .taints import tolerated
 from .results import build_configs, build_node_selector
 from .types import (ALLOCATION_LIMIT, CHANNELS, AllocatedState, AllocationError, AllocationResult, CandidateDevice,
                     DeviceID, DeviceResult, Features, NodeAllocationError, NodeInfo, device_id_str)
@@ -44,27 +48,6 @@ CEL_HINT = (". consider using CEL optional chaining (.? followed by orValue()) o
 
 class _MaxSize(Exception):
     """Internal: the claim would exceed 32 devices on this branch."""
-
-
-@dataclass(slots=True)
-class _RequestData:
-    claim: int
-    request_name: str       # base request name
-    sub_name: str | None    # subrequest name for firstAvailable entries
-    spec: DeviceRequestSpec
-    device_class: DeviceClass
-    parent: bool            # part of a firstAvailable list
-    num_devices: int = 0
-    all_devices: list[CandidateDevice] | None = None
-    derived: dict[str, str] = field(default_factory=dict)  # attribute name -> CEL expression
-
-    @property
-    def result_name(self) -> str:
-        return f"{self.request_name}/{self.sub_name}" if self.sub_name else self.request_name
-
-    @property
-    def message_name(self) -> str:
-        return self.sub_name or self.request_name
 
 
 @dataclass
@@ -85,9 +68,12 @@ class Allocator:
     def __init__(self, features: Features, classes: Mapping[str, DeviceClass],
                  slices: Sequence[ResourceSlice] | SliceIndex, allocated: AllocatedState | None = None, *,
                  share_ids: Callable[[], str] | None = None, cel_cache: SelectorCache | None = None,
-                 channels: Sequence[str] = CHANNELS) -> None:
+                 channels: Sequence[str] = CHANNELS, precheck: bool = True) -> None:
         self.features = features
         self.channels = tuple(channels)  # the implementations upstream may pick from (all, as the scheduler)
+        # Skip the search on a node that cannot have enough devices (see _short); off, every call
+        # searches as upstream does (same outcome, and last_steps counts upstream's steps).
+        self.precheck = precheck
         self.channel: str | None = None  # the one it picks: set by allocate()
         self.classes = classes
         self.index = slices if isinstance(slices, SliceIndex) else SliceIndex(slices)
@@ -95,105 +81,119 @@ class Allocator:
         self.share_ids = share_ids or (lambda: str(uuid.uuid4()))
         self.cel = cel_cache or SelectorCache()
         self._book = CounterBook(self.allocated)  # committed counters and groups, per pool
+        self._plans: dict[tuple[int, int], tuple[ResourceClaim, ClaimPlan | AllocationError]] = {}
+        self._picked: tuple[Features, tuple[str, ...], str] | None = None  # the features' channel
+        self._views_for: tuple[Features, str | None] | None = None
+        self._views: dict[str, tuple[dict[str, str], NodeView]] = {}  # node name -> labels, view
+        self._quick: dict[tuple[int, ...], tuple[tuple[ResourceClaim, ...], Requests | None]] = {}
         self.last_steps = 0
 
     # -- public ---------------------------------------------------------------------------
 
     def allocate(self, node: NodeInfo, claims: Sequence[ResourceClaim]) -> list[AllocationResult] | None:
-        self.channel = self.features.channel(self.channels)
+        picked = self._picked
+        if picked is None or picked[0] is not self.features or picked[1] != self.channels:
+            picked = self._picked = (self.features, self.channels, self.features.channel(self.channels))
+        self.channel = picked[2]
         self._stable = self.channel == "stable"
         self._experimental = self.channel == "experimental"
         if self._stable and not self._book.dedicated_only:
             self._book = CounterBook(self.allocated, dedicated_only=True)
-        pools, order = self.index.view(node, self.features, self.channel)
-        self._pools = pools
+        view = self._node_view(node, picked[2])
+        self._view = view
         self._node = node
         self._claims = claims
-        self._order = order
-        self._by_pool = {p.key: p for p in pools}
+        quick = self._quick_plans(claims) if self.precheck else None
+        if quick is not None and short(view, quick, self.allocated, node, self.features, self._stable, self.cel):
+            # Cannot fit, and the search could not have failed otherwise: no search needed.
+            self.last_steps = 0
+            if view.invalid:
+                raise NodeAllocationError("invalid resource pools were encountered")
+            return None
+        self._pools = view.pools
+        self._order = view.order
+        self._by_pool = view.by_key
         st = _CallState(results=[[] for _ in claims])
         self._st = st
-        self._requests: dict[tuple[int, int, int], _RequestData] = {}
-        self._constraints: list[list[ConstraintTracker]] = []
-        for ci, claim in enumerate(claims):
-            self._prepass(ci, claim)
+        plans = [self._plan(ci, claim) for ci, claim in enumerate(claims)]
         try:
+            self._setup(view, plans)
             done = self._allocate_one(0, 0, 0, 0, False, 0)
         except _MaxSize:
             raise AllocationError("allocation max size exceeded") from None
         finally:
             self.last_steps = st.steps
         if not done:
-            if any(p.invalid for p in pools):
+            if view.invalid:
                 raise NodeAllocationError("invalid resource pools were encountered")
             return None
         return [self._build_result(ci, claim) for ci, claim in enumerate(claims)]
 
+    def _node_view(self, node: NodeInfo, channel: str) -> NodeView:
+        key = (self.features, channel)
+        if self._views_for != key:
+            self._views_for, self._views = key, {}
+        hit = self._views.get(node.name)
+        if hit is not None and hit[0] == node.labels:
+            return hit[1]
+        view = self.index.view(node, self.features, channel)
+        self._views[node.name] = (dict(node.labels), view)
+        return view
+
+    def _quick_plans(self, claims: Sequence[ResourceClaim]) -> Requests | None:
+        """The claims' request entries for :func:`.precheck.short` when all claims are plain
+        (:attr:`ClaimPlan.plain`); None otherwise. Raises what validating the claims raises."""
+        key = tuple(map(id, claims))
+        hit = self._quick.get(key)
+        if hit is not None and all(a is b for a, b in zip(hit[0], claims)):
+            return hit[1]
+        out: Requests | None = None
+        if not any(has_all(c) for c in claims):
+            out = entries_of([self._plan(ci, claim) for ci, claim in enumerate(claims)], self.index)
+        self._quick[key] = (tuple(claims), out)
+        return out
+
+    def _setup(self, view: NodeView, plans: list[ClaimPlan]) -> None:
+        """The search's tables: requests, the devices each one's selectors accept, constraints."""
+        self._requests: dict[tuple[int, int, int], RequestData] = {}
+        self._matches: dict[tuple[int, int, int], tuple[CandidateDevice, ...] | None] = {}
+        self._constraints: list[list[ConstraintTracker]] = []
+        for ci, plan in enumerate(plans):
+            for (ri, si), rd in plan.requests.items():
+                self._requests[(ci, ri, si)] = rd
+                if rd.all_devices is None:
+                    self._matches[(ci, ri, si)] = view.matching(rd.device_class.selectors, rd.spec.selectors,
+                                                                self._node, self.features, self._stable, self.cel)
+            self._constraints.append([ConstraintTracker(c.attribute, c.requests, c.distinct,
+                                                        self.features.list_type_attributes)
+                                      for c in plan.constraints])
+
     # -- pre-pass ---------------------------------------------------------------------------
 
-    def _prepass(self, ci: int, claim: ResourceClaim) -> None:
-        f = self.features
-        min_devices = 0  # devices the claim needs at least, request by request
-        for ri, req in enumerate(claim.spec.requests):
-            where = f"claim {claim.ref}, request {req.name}"
-            if req.first_available and not f.prioritized_list:
-                raise AllocationError(f"{where}: has subrequests, but the DRAPrioritizedList feature is disabled")
-            specs = [req.exactly] if req.exactly is not None else list(req.first_available)
-            if not f.consumable_capacity and not self._stable:
-                # Checked for every entry before any entry is validated; the stable
-                # implementation does not know capacity requests and ignores them.
-                for spec in specs:
-                    assert spec is not None
-                    if spec.capacity is not None:
-                        what = f"subrequest {spec.name}" if req.first_available else f"request {req.name}"
-                        raise AllocationError(f"claim {claim.ref}, {what}: has capacity requests, but the "
-                                              f"DRAConsumableCapacity feature is disabled")
-            counts: list[int] = []
-            for si, spec in enumerate(specs):
-                assert spec is not None
-                sub_name = spec.name if req.first_available else None
-                sub_where = f"claim {claim.ref}, request {spec.name}"  # upstream names the entry itself
-                if spec.derived_attributes and not f.derived_attributes:
-                    raise AllocationError(f"{sub_where}: cannot handle request with derived attributes, the feature "
-                                          f"is disabled")
-                if spec.admin_access is not None and not f.admin_access:
-                    raise AllocationError(f"{where}: admin access is requested, but the feature is disabled")
-                cls = self.classes.get(spec.device_class_name)
-                if cls is None:
-                    raise AllocationError(f"{sub_where}: could not retrieve device class {spec.device_class_name}: "
-                                          f"deviceclass.resource.k8s.io \"{spec.device_class_name}\" not found")
-                rd = _RequestData(ci, req.name, sub_name, spec, cls, bool(req.first_available),
-                                  derived={a.name: a.expression for a in spec.derived_attributes})
-                self._requests[(ci, ri, si)] = rd
-                if spec.allocation_mode == "ExactCount":
-                    rd.num_devices = spec.count
-                else:
-                    rd.all_devices = self._enumerate_all(rd, ri, si)
-                    rd.num_devices = len(rd.all_devices)
-                counts.append(rd.num_devices)
-            need = min(counts) if counts else 0
-            if need > ALLOCATION_LIMIT - min_devices:
-                raise AllocationError(f"claim {claim.ref}, request {req.name}: adding {need} devices exceeds the claim "
-                                      f"limit of {ALLOCATION_LIMIT}, with {min_devices} already accounted for")
-            min_devices += need
-        trackers: list[ConstraintTracker] = []
-        for i, c in enumerate(claim.spec.constraints):
-            if self._stable and c.match_attribute is None:
-                # The stable implementation knows matchAttribute only.
-                raise AllocationError(f"claim {claim.ref}, constraint #{i}: empty constraint (unsupported constraint "
-                                      f"type?)")
-            name = c.match_attribute or c.distinct_attribute
-            assert name is not None
-            trackers.append(ConstraintTracker(name, c.requests, c.match_attribute is None,
-                                              self.features.list_type_attributes))
-        self._constraints.append(trackers)
+    def _plan(self, ci: int, claim: ResourceClaim) -> ClaimPlan:
+        """The claim's validated requests: once per allocator, or per call for a claim with All
+        requests (their devices are the node's). A claim that fails validation fails again."""
+        key = (ci, id(claim))
+        hit = self._plans.get(key)
+        if hit is not None and hit[0] is claim:
+            if isinstance(hit[1], AllocationError):
+                raise hit[1]
+            return hit[1]
+        try:
+            plan = build_plan(ci, claim, self.features, self.classes, self._stable,
+                              self._enumerate_all)
+        except AllocationError as exc:
+            if not has_all(claim):
+                self._plans[key] = (claim, exc)
+            raise
+        if not plan.node_dependent:
+            self._plans[key] = (claim, plan)
+        return plan
 
-    def _enumerate_all(self, rd: _RequestData, ri: int, si: int) -> list[CandidateDevice]:
+    def _enumerate_all(self, rd: RequestData, ri: int, si: int) -> list[CandidateDevice]:
         where = f"claim {self._claims[rd.claim].ref}, request {rd.message_name}"
         out: list[CandidateDevice] = []
-        by_pool: dict[int, list[CandidateDevice]] = {}
-        for cand in self._order:
-            by_pool.setdefault(cand.pool_index, []).append(cand)
+        by_pool = self._view.by_pool
         for pi, pool in enumerate(self._pools):
             if pool.incomplete:
                 raise AllocationError(f"{where}: asks for all devices, but resource pool {pool.driver}/{pool.name} "
@@ -259,17 +259,23 @@ class Allocator:
             if not done:
                 undo()
             return done
-        order = self._order
+        # The devices the selectors accept, worked out once per node; None: evaluate one by one
+        # (a selector fails on some device, and upstream fails when it gets there).
+        matching = self._matches[(ci, ri, si)]
+        order = self._order if matching is None else matching
+        consumable = self.features.consumable_capacity
+        committed = self.allocated.devices
+        allocating = st.allocating
         for pos in range(start, len(order)):
             cand = order[pos]
             if spec.admin_access:
-                if ci in st.allocating.get(cand.id, ()):
+                if ci in allocating.get(cand.id, ()):
                     continue
-            elif self._in_use(cand):
+            elif cand.id in committed or allocating.get(cand.id):
                 continue
-            if not self._is_selectable(rd, ri, si, cand):
+            if matching is None and not self._is_selectable(rd, ri, si, cand):
                 continue
-            if self.features.consumable_capacity and not self._capacity_fits(rd, cand, in_call=True):
+            if consumable and not self._capacity_fits(rd, cand, in_call=True):
                 continue
             undo = self._allocate_device(rd, ri, si, cand, must=False)
             if undo is None:
@@ -293,7 +299,7 @@ class Allocator:
             return True
         return bool(self._st.allocating.get(cand.id))
 
-    def _is_selectable(self, rd: _RequestData, ri: int, si: int, cand: CandidateDevice) -> bool:
+    def _is_selectable(self, rd: RequestData, ri: int, si: int, cand: CandidateDevice) -> bool:
         d = cand.device
         if d.binding_conditions and not self.features.device_binding_and_status:
             return False
@@ -308,7 +314,7 @@ class Allocator:
         self._st.selectable[key] = ok
         return ok
 
-    def _eval_selectors(self, rd: _RequestData, cand: CandidateDevice) -> bool:
+    def _eval_selectors(self, rd: RequestData, cand: CandidateDevice) -> bool:
         multi = cand.device.allow_multiple_allocations and not self._stable
         claim_ref = self._claims[rd.claim].ref
         for owner, exprs in ((f"class {rd.device_class.name}", rd.device_class.selectors),
@@ -325,27 +331,28 @@ class Allocator:
                                           f"CEL runtime error: {exc}{hint}") from None
         return True
 
-    def _capacity_fits(self, rd: _RequestData, cand: CandidateDevice, *, in_call: bool) -> bool:
+    def _capacity_fits(self, rd: RequestData, cand: CandidateDevice, *, in_call: bool) -> bool:
         """Whether the request's (rounded) capacity fits the device. ``in_call=False`` is the
         static check of the All pre-pass: the device's own capacity only, nothing committed."""
-        d = cand.device
         try:
-            consumed = cap.consumption(rd.spec.capacity, d.capacity, self.features.fractional_capacity)
+            consumed, alone = self._view.consumption(rd.capacity_key, rd.spec.capacity, cand,
+                                                     self.features.fractional_capacity)
         except cap.CapacityError as exc:
             # The All pre-pass names the device alone, the search its full ID.
-            device = device_id_str(cand.id) if in_call else d.name
+            device = device_id_str(cand.id) if in_call else cand.device.name
             raise AllocationError(f"claim {self._claims[rd.claim].ref}, request {rd.message_name}: checking capacity "
                                   f"for device {device}: {exc}") from None
         if consumed is None:
             return False
-        if not in_call:
-            return cap.fits(consumed, d.capacity, None, None)
-        return cap.fits(consumed, d.capacity, self.allocated.capacity.get(cand.id),
-                        self._st.allocating_capacity.get(cand.id))
+        committed = self.allocated.capacity.get(cand.id) if in_call else None
+        allocating = self._st.allocating_capacity.get(cand.id) if in_call else None
+        if not committed and not allocating:
+            return alone
+        return cap.fits(consumed, cand.device.capacity, committed, allocating)
 
     # -- accepting one device ----------------------------------------------------------------
 
-    def _allocate_device(self, rd: _RequestData, ri: int, si: int, cand: CandidateDevice,
+    def _allocate_device(self, rd: RequestData, ri: int, si: int, cand: CandidateDevice,
                          *, must: bool) -> Callable[[], None] | None:
         st = self._st
         f = self.features
@@ -383,7 +390,7 @@ class Allocator:
                 return None
             undo_steps.append(release_counters)
 
-        if f.device_taints and not self._tolerated(rd, d):
+        if f.device_taints and not tolerated(rd.spec.tolerations, d):
             rollback()
             return None
         added: list[ConstraintTracker] = []
@@ -421,7 +428,7 @@ class Allocator:
                 rollback()
                 return None
             if multi:
-                consumed = cap.consumption(rd.spec.capacity, d.capacity, f.fractional_capacity) or {}
+                consumed = self._view.consumption(rd.capacity_key, rd.spec.capacity, cand, f.fractional_capacity)[0] or {}
                 existed = cand.id in st.allocating_capacity
                 before = dict(st.allocating_capacity.get(cand.id, {}))
                 mine = dict(before)
@@ -453,7 +460,7 @@ class Allocator:
         undo_steps.append(lambda: results.__delitem__(slice(n - 1, None)))
         return rollback
 
-    def _lookup(self, rd: _RequestData, cand: CandidateDevice, name: str) -> AttributeValue | None:
+    def _lookup(self, rd: RequestData, cand: CandidateDevice, name: str) -> AttributeValue | None:
         """A derived attribute of the request wins over the device's own attribute of that name."""
         expression = rd.derived.get(name)
         if expression is None:
@@ -465,14 +472,6 @@ class Allocator:
         except CelRuntimeError as exc:
             raise AllocationError(f"evaluate derived attribute {name} on device {device_id_str(cand.id)} failed: "
                                   f"{exc}") from None
-
-    def _tolerated(self, rd: _RequestData, d: Device) -> bool:
-        for taint in d.taints:
-            if taint.effect not in ("NoSchedule", "NoExecute"):
-                continue
-            if not any(_tolerates(t, taint) for t in rd.spec.tolerations):
-                return False
-        return True
 
     # -- results -------------------------------------------------------------------------------
 
@@ -486,13 +485,3 @@ class Allocator:
         configs = build_configs(claim, chosen)
         selector = build_node_selector(claim, [c for _, c in picked], self._node, binds_to_node=not self._stable)
         return AllocationResult(tuple(r for r, _ in picked), configs, selector)
-
-
-def _tolerates(t: Toleration, taint: DeviceTaint) -> bool:
-    if t.effect and t.effect != taint.effect:
-        return False
-    if t.key and t.key != taint.key:
-        return False
-    if t.operator in ("", "Equal"):
-        return bool((t.value or "") == (taint.value or ""))
-    return t.operator == "Exists"

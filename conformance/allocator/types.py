@@ -196,3 +196,20 @@ class CandidateDevice:
     device_index: int
 
 ALLOCATION_LIMIT = 32
+
+
+@dataclass(slots=True)
+class Pool:
+    driver: str
+    name: str
+    generation: int
+    slices: list[ResourceSlice] = field(default_factory=list)  # device slices targeting the node, by name
+    other_slices: list[ResourceSlice] = field(default_factory=list)  # same generation, not targeting the node
+    counter_sets: dict[str, dict[str, Quantity]] = field(default_factory=dict)
+    incomplete: bool = False
+    invalid: str | None = None
+    has_binding_conditions: bool = False
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.driver, self.name)

@@ -221,10 +221,11 @@ def node_info(spec: Mapping[str, Any]) -> NodeInfo:
 
 
 def run_ours(inp: Mapping[str, Any], *, allocator: type[Allocator] = Allocator,
-             allocators: Sequence[str] | None = DEFAULT_ALLOCATORS) -> Outcome:
+             allocators: Sequence[str] | None = DEFAULT_ALLOCATORS, precheck: bool = True) -> Outcome:
     """Parse the input through drakit's model (API validation included) and allocate, choosing
     among the same upstream implementations as :func:`oracle_request` (None: all, as the
-    scheduler does)."""
+    scheduler does). ``precheck=False``: search even where the node cannot fit the claims, as
+    upstream does (its search steps are then comparable)."""
     try:
         features = Features.from_gates(inp.get("features") or {})
         classes = {c.name: c for c in (parse_object(_wire("DeviceClass", c)) for c in inp.get("classes") or ())}
@@ -238,7 +239,8 @@ def run_ours(inp: Mapping[str, Any], *, allocator: type[Allocator] = Allocator,
         return Outcome("rejected", error=f"{type(exc).__name__}: {exc}")
     counter = itertools.count()
     channels = tuple(allocators) if allocators else CHANNELS
-    alloc = allocator(features, classes, slices, state, share_ids=lambda: f"share-{next(counter)}", channels=channels)
+    alloc = allocator(features, classes, slices, state, share_ids=lambda: f"share-{next(counter)}", channels=channels,
+                      precheck=precheck)
     try:
         results = alloc.allocate(node, claims)
     except NodeAllocationError as exc:

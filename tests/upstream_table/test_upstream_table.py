@@ -60,9 +60,18 @@ def test_not_ported_inputs_are_refused_by_validation(case: dict[str, Any]) -> No
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=f"{c['theme']}/{c['name']}") for c in WITH_STEPS])
 def test_search_steps_match_upstream(case: dict[str, Any]) -> None:
-    """Where upstream's test pins the number of allocateOne calls, our search makes as many."""
-    got = run_ours(case)
+    """Where upstream's test pins the number of allocateOne calls, our search makes as many
+    (with the node pre-check off: upstream has none, and it skips hopeless searches)."""
+    got = run_ours(case, precheck=False)
     assert got.steps == case["upstreamSteps"], f"search steps: drakit {got.steps}, upstream {case['upstreamSteps']}"
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=f"{c['theme']}/{c['name']}") for c in WITH_STEPS])
+def test_precheck_only_saves_steps(case: dict[str, Any]) -> None:
+    """The node pre-check changes no outcome and never adds a step to upstream's count."""
+    got, searched = run_ours(case), run_ours(case, precheck=False)
+    assert (got.status, got.results, got.error) == (searched.status, searched.results, searched.error)
+    assert got.steps is not None and got.steps <= case["upstreamSteps"]
 
 
 @pytest.fixture(scope="module")

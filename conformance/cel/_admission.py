@@ -46,12 +46,24 @@ class AdmissionIssue:
     detail: str
 
 
+_ANY = "google.protobuf.Any"
+_QUANTITY = "kubernetes.Quantity"
+
+
 def _concrete(t: str | None) -> bool:
-    return t is not None and t not in ("dyn", "any")
+    return t is not None and t not in ("dyn", "any", _ANY)
+
+
+def _map_value(t: str | None) -> str | None:
+    """``map(string, X)`` -> ``X``."""
+    if t and t.startswith("map(string, ") and t.endswith(")"):
+        return t[len("map(string, "):-1]
+    return None
 
 
 class _Typer:
-    def __init__(self, checked: Any, source: str, consumable_capacity: bool) -> None:
+    def __init__(self, checked: Any, source: str, consumable_capacity: bool, list_attributes: bool = False) -> None:
+        self.value_type = "dyn" if list_attributes else _ANY
         self.checked = checked
         self.source = source
         self.types = checked.type_map
@@ -83,10 +95,17 @@ class _Typer:
                         self.issue = (expr.id, "undefined field 'allowMultipleAllocations'")
                         return None
                     return "bool"
-                if sel.field not in ("attributes", "capacity") and not sel.field.startswith("@"):
-                    self.issue = (expr.id, f"undefined field '{sel.field}'")
-                    return None
-            self.type_of(sel.operand)
+                field = sel.field.lstrip("@")
+                if field == "attributes":
+                    return f"map(string, map(string, {self.value_type}))"
+                if field == "capacity":
+                    return f"map(string, map(string, {_QUANTITY}))"
+                self.issue = (expr.id, f"undefined field '{sel.field}'")
+                return None
+            inner = self.type_of(sel.operand)
+            value = _map_value(inner)
+            if value is not None and not sel.test_only:
+                return value
             return own
         if kind == "call_expr":
             call = expr.call_expr
@@ -95,6 +114,16 @@ class _Typer:
             if self.issue is not None:
                 return None
             fn = call.function
+            if fn in ("_[_]", "@drakit.domain") and len(ts) == 2:
+                value = _map_value(ts[0])
+                if value is not None:
+                    return value
+            if fn in _LOGIC:
+                for a, t in zip(args, ts):
+                    if _concrete(t) and t != "bool":
+                        self.issue = (a.id, f"expected type 'bool' but found '{t}'")
+                        return None
+                return "bool"
             if fn == "_+_" and len(ts) == 2 and all((t or "").startswith("list(") for t in ts):
                 return own
             if fn in _ARITH and len(ts) == 2 and _concrete(ts[0]) and _concrete(ts[1]):
@@ -112,8 +141,6 @@ class _Typer:
                 if a != b and not (a in _NUMERIC and b in _NUMERIC):
                     return self._no_overload(expr, fn, ts)
                 return "bool"
-            if fn in _LOGIC and any(_concrete(t) and t != "bool" for t in ts):
-                return self._no_overload(expr, fn, ts)
             if fn == "!_" and ts and _concrete(ts[0]) and ts[0] != "bool":
                 return self._no_overload(expr, fn, ts)
             if fn == "-_" and ts and _concrete(ts[0]) and ts[0] not in ("int", "double"):
@@ -128,7 +155,7 @@ class _Typer:
                 known = [t for t in ts if _concrete(t)]
                 k0 = str(known[0]) if known else ""
                 if known and all(t == k0 for t in known) and (k0, k0) in _ARITH[fn]:
-                    return _ARITH[fn][(k0, k0)] if len(known) == 2 else own
+                    return _ARITH[fn][(k0, k0)]
             return own
         if kind == "comprehension_expr":
             comp = expr.comprehension_expr
@@ -152,7 +179,8 @@ class _Typer:
         return None
 
 
-def check_new_expression(expression: str, *, consumable_capacity: bool = True, derived: bool = False) -> AdmissionIssue | None:
+def check_new_expression(expression: str, *, consumable_capacity: bool = True, list_attributes: bool = False,
+                         derived: bool = False) -> AdmissionIssue | None:
     """None when the API server would accept ``expression`` as a new selector (or, ``derived``,
     a derived attribute's value expression), else the issue."""
     if len(expression.encode("utf-8")) > MAX_EXPRESSION_LENGTH:
@@ -166,9 +194,11 @@ def check_new_expression(expression: str, *, consumable_capacity: bool = True, d
         text = text.split("\n(two-variable", 1)[0].split("\n(ordering across", 1)[0]
         if not text.startswith("compilation failed:"):
             text = "compilation failed: " + text
+        if expression == "":
+            text = text.replace("ERROR: <input>:1:1:", "ERROR: <input>:1:0:", 1)  # cel-go's column at an empty input
         return AdmissionIssue("FieldValueInvalid", text)
     checked = selector._checked  # noqa: SLF001 - same package
-    typer = _Typer(checked, expression, consumable_capacity)
+    typer = _Typer(checked, expression, consumable_capacity, list_attributes)
     root = typer.type_of(checked.expr)
     if typer.issue is not None:
         node_id, message = typer.issue

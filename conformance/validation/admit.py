@@ -181,7 +181,8 @@ def _unknown_field(obj: dict[str, Any]) -> str | None:
         parse_object(copy.deepcopy(obj))
     except FieldError as exc:
         if exc.message == "unknown field":
-            return ".".join(str(p) for p in exc.path if not isinstance(p, int))
+            from ..errors import format_path
+            return format_path(exc.path)
     except Exception:  # noqa: BLE001 - the model's other complaints are not decoding errors
         return None
     return None

@@ -96,6 +96,11 @@ def request_policy(value: Any, policy: dict[str, Any], path: str, gates: Mapping
 
 
 def node_allocatable(mappings: dict[str, Any], capacities: dict[str, Any], path: str) -> Errs:
+    from .errs import unordered
+    return unordered(_node_allocatable(mappings, capacities, path))
+
+
+def _node_allocatable(mappings: dict[str, Any], capacities: dict[str, Any], path: str) -> Errs:
     errs: Errs = []
     for name, m in mappings.items():
         kp = key(path, name)

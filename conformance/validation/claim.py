@@ -7,7 +7,7 @@ import json
 from typing import Any, Mapping
 
 from ..cel import check_new_expression
-from .common import (Errs, as_dict, as_list, device_class_name, driver_name, fully_qualified_name, set_, slice_,
+from .common import (Errs, as_dict, as_list, device_class_name, driver_name, dv_fully_qualified_name, set_, slice_,
                      toleration)
 from .errs import child, forbidden, index, invalid, mark, not_supported, required, too_long, too_many
 from .meta import validate_object_meta, validate_object_meta_update, validate_object_meta_with_errors, validate_template_meta
@@ -38,7 +38,8 @@ def cel_expression(expr: Any, path: str, opts: Opts, derived: bool = False) -> E
     expr = expr if isinstance(expr, str) else ""
     if blen(expr) > 10 * 1024:
         return [too_long(path, 10 * 1024)]
-    issue = check_new_expression(expr, consumable_capacity=opts.gates.get("DRAConsumableCapacity", False), derived=derived)
+    issue = check_new_expression(expr, consumable_capacity=opts.gates.get("DRAConsumableCapacity", False),
+                                 list_attributes=opts.gates.get("DRAListTypeAttributes", False), derived=derived)
     if issue is None:
         return []
     if issue.type == "FieldValueForbidden":
@@ -98,14 +99,14 @@ def derived_attributes(values: Any, path: str, opts: Opts, request_name: str) ->
     for i, a in enumerate(values):
         name = as_dict(a).get("name")
         if name:
-            errs += mark(fully_qualified_name(name, child(index(path, i), "name")))
+            errs += dv_fully_qualified_name(name, child(index(path, i), "name"))
     return errs
 
 
 def _request_body(body: dict[str, Any], path: str, opts: Opts, name: str, *, sub: bool) -> Errs:
     errs: Errs = []
     if sub:
-        errs += mark(device_class_name(body.get("deviceClassName") or "", child(path, "deviceClassName")))
+        errs += device_class_name(body.get("deviceClassName") or "", child(path, "deviceClassName"), dv=True)
     else:
         errs += device_class_name(body.get("deviceClassName") or "", child(path, "deviceClassName"))
     errs += selectors(body.get("selectors"), child(path, "selectors"), opts)
@@ -116,6 +117,14 @@ def _request_body(body: dict[str, Any], path: str, opts: Opts, name: str, *, sub
     for i, t in enumerate(as_list(body.get("tolerations"))):
         errs += toleration(as_dict(t), index(child(path, "tolerations"), i))
     return errs
+
+
+def _first_available(first: list[Any], path: str, opts: Opts, name: str) -> Errs:
+    def sub(s: Any, p: str) -> Errs:
+        s = as_dict(s)
+        return dns_label(s.get("name") or "", child(p, "name")) + _request_body(s, p, opts, f"{name}/{s.get('name') or ''}", sub=True)
+    return set_(first, MAX_FIRST_AVAILABLE, sub, lambda s: as_dict(s).get("name") or "", child(path, "firstAvailable"),
+                size_covered=True, unique_covered=True)
 
 
 def device_request(req: Any, path: str, opts: Opts) -> Errs:
@@ -129,12 +138,11 @@ def device_request(req: Any, path: str, opts: Opts) -> Errs:
         errs.append(required(path, "exactly one of `exactly` or `firstAvailable` is required"))
     elif n > 1:
         errs.append(invalid(path, None, "exactly one of `exactly` or `firstAvailable` is required, but multiple fields are set"))
+        # The hand-written checks stop here; declarative validation still walks both fields.
+        errs += [e for e in _request_body(as_dict(exactly), child(path, "exactly"), opts, name, sub=False) if e.declarative]
+        errs += [e for e in _first_available(first, path, opts, name) if e.declarative]
     elif first:
-        def sub(s: Any, p: str) -> Errs:
-            s = as_dict(s)
-            return dns_label(s.get("name") or "", child(p, "name")) + _request_body(s, p, opts, f"{name}/{s.get('name') or ''}", sub=True)
-        errs += set_(first, MAX_FIRST_AVAILABLE, sub, lambda s: as_dict(s).get("name") or "", child(path, "firstAvailable"),
-                     size_covered=True, unique_covered=True)
+        errs += _first_available(first, path, opts, name)
     else:
         errs += _request_body(as_dict(exactly), child(path, "exactly"), opts, name, sub=False)
     return errs
@@ -197,9 +205,9 @@ def device_constraint(c: Any, path: str, names: dict[str, set[str] | None], gate
     errs = set_(as_list(c.get("requests")), MAX_REQUESTS, lambda r, p: request_ref(str(r), p, names), str,
                 child(path, "requests"), size_covered=True, unique_covered=True)
     if c.get("matchAttribute") is not None:
-        errs += mark(fully_qualified_name(c["matchAttribute"], child(path, "matchAttribute")))
+        errs += dv_fully_qualified_name(c["matchAttribute"], child(path, "matchAttribute"))
     elif c.get("distinctAttribute") is not None:
-        errs += mark(fully_qualified_name(c["distinctAttribute"], child(path, "distinctAttribute")))
+        errs += dv_fully_qualified_name(c["distinctAttribute"], child(path, "distinctAttribute"))
     elif gates.get("DRAConsumableCapacity"):
         errs.append(required(path, 'exactly one of "matchAttribute" or "distinctAttribute" is required, but multiple fields are set'))
     else:
@@ -283,7 +291,9 @@ def is_extended_resource_name(name: str) -> bool:
 
 def validate_device_class(obj: dict[str, Any], gates: Mapping[str, bool], old: dict[str, Any] | None = None) -> Errs:
     meta = as_dict(obj.get("metadata"))
-    errs = validate_object_meta_with_errors(meta, False, lambda p, n: mark(dns_subdomain(n, p)))
+    from .names import is_dns1123_subdomain
+    errs = validate_object_meta_with_errors(meta, False, lambda p, n: [invalid(p, n, m, covered=True, origin="format=k8s-long-name")
+                                                                      for m in is_dns1123_subdomain(n, True)])
     if old is not None:
         errs += validate_object_meta_update(meta, as_dict(old.get("metadata")))
     spec = as_dict(obj.get("spec"))
@@ -311,7 +321,7 @@ def extended_resource_name(val: str, path: str) -> Errs:
         errs.append(invalid(path, val, 'must not have "kubernetes.io/" domain', covered=True))
     if val.startswith("requests."):
         errs.append(invalid(path, val, 'must not have "requests." prefix', covered=True))
-    errs += [invalid(path, val, m, covered=True) for m in is_qualified_name("requests." + val)]
+    errs += [invalid(path, val, m, covered=True) for m in is_qualified_name("requests." + val, True)]
     return errs
 
 

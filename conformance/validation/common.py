@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Hashable, Iterable
 
-from .errs import child, duplicate, index, invalid, key, mark, not_supported, required, too_long, too_many
-from .names import blen, is_c_identifier, is_dns1123_label, is_dns1123_subdomain, is_label_value, is_qualified_name
+from .errs import child, duplicate, index, invalid, key, mark, not_supported, required, too_long, too_many, unordered
+from .names import blen, is_dns1123_subdomain_caseless, is_c_identifier, is_dns1123_label, is_dns1123_subdomain, is_label_value, is_qualified_name
 from .verdict import FieldErr
 
 Errs = list[FieldErr]
@@ -16,12 +16,18 @@ ATTRIBUTE_KEY_MAX = MAX_DOMAIN + 1 + MAX_ID
 TAINT_EFFECTS = ["NoExecute", "NoSchedule", "None"]
 
 
-def dns_label(value: str, path: str) -> Errs:
-    return [invalid(path, value, m, origin="format=k8s-short-name") for m in is_dns1123_label(value)]
+def dns_label(value: str, path: str, dv: bool = False) -> Errs:
+    """``dv``: declarative validation's ShortName (covered checks), whose length message says bytes."""
+    errs = [invalid(path, value, m, origin="format=k8s-short-name", covered=dv) for m in is_dns1123_label(value, dv)]
+    return errs
 
 
-def dns_subdomain(value: str, path: str) -> Errs:
-    return [invalid(path, value, m, origin="format=k8s-long-name") for m in is_dns1123_subdomain(value)]
+def dv_dns_label(value: str, path: str) -> Errs:
+    return dns_label(value, path, True)
+
+
+def dns_subdomain(value: str, path: str, dv: bool = False) -> Errs:
+    return [invalid(path, value, m, origin="format=k8s-long-name", covered=dv) for m in is_dns1123_subdomain(value, dv)]
 
 
 def driver_name(name: str, path: str, covered: bool = False) -> Errs:
@@ -31,7 +37,10 @@ def driver_name(name: str, path: str, covered: bool = False) -> Errs:
     errs: Errs = []
     if blen(name) > 63:
         errs.append(too_long(path, 63, covered=covered))
-    errs += [invalid(path, name, m, covered=covered) for m in is_dns1123_subdomain(name.lower())]
+    if covered:  # declarative validation's LongNameCaseless replaces the hand-written message
+        errs += [invalid(path, name, m, covered=True) for m in is_dns1123_subdomain_caseless(name, True)]
+    else:
+        errs += [invalid(path, name, m) for m in is_dns1123_subdomain(name.lower())]
     return errs
 
 
@@ -46,10 +55,10 @@ def pool_name(name: str, path: str) -> Errs:
     return errs
 
 
-def device_class_name(name: str, path: str) -> Errs:
+def device_class_name(name: str, path: str, dv: bool = False) -> Errs:
     if not name:
-        return [required(path)]
-    return dns_subdomain(name, path)
+        return [required(path, covered=dv)]
+    return dns_subdomain(name, path, dv)
 
 
 def label_name(name: str, path: str) -> Errs:
@@ -105,14 +114,16 @@ def set_(values: list[Any], max_size: int, each: Callable[[Any, str], Errs], key
     if max_size >= 0 and len(values) > max_size:
         return [too_many(path, len(values), max_size, covered=size_covered)]
     errs = items(values, each, path)
+    dups: Errs = []
     seen: set[Hashable] = set()
     for i, v in enumerate(values):
         k = key_of(v)
         if k in seen:
-            errs.append(duplicate(index(path, i), _item_repr(v) if unique_covered else k, covered=unique_covered))
+            dups.append(duplicate(index(path, i), _item_repr(v) if unique_covered else k, covered=unique_covered))
         else:
             seen.add(k)
-    return errs
+    # declarative validation checks uniqueness before it walks the items
+    return dups + errs if unique_covered else errs + dups
 
 
 def truncate(s: str, max_len: int) -> str:
@@ -133,7 +144,7 @@ def map_(m: dict[str, Any], max_size: int, trunc: int, check_key: Callable[[str,
         ke = check_key(k, path)
         errs += mark(ke) if keys_covered else ke
         errs += each(v, key(path, truncate(k, trunc)))
-    return errs
+    return unordered(errs)
 
 
 def c_identifier(ident: str, path: str) -> Errs:
@@ -215,3 +226,33 @@ def as_dict(v: Any) -> dict[str, Any]:
 
 def each_str(values: Iterable[Any]) -> list[str]:
     return [v if isinstance(v, str) else str(v) for v in values]
+
+
+def dv_fully_qualified_name(name: str, path: str) -> Errs:
+    """validate.ResourceFullyQualifiedName (declarative; replaces the covered hand-written check)."""
+    from .names import is_dns1123_subdomain
+    errs: Errs = []
+    parts = name.split("/")
+
+    def c_id(ident: str) -> Errs:
+        e: Errs = []
+        if blen(ident) > MAX_ID:
+            e.append(too_long(path, MAX_ID, covered=True))
+        e += [invalid(path, ident, m, covered=True) for m in is_c_identifier(ident)]
+        return e
+    if len(parts) == 1:
+        errs += c_id(parts[0])
+    elif len(parts) == 2:
+        if not parts[0]:
+            errs.append(invalid(path, "", "prefix must not be empty", covered=True))
+        else:
+            if blen(parts[0]) > 63:
+                errs.append(too_long(path, 63, covered=True))
+            errs += [invalid(path, parts[0], "prefix: " + m, covered=True) for m in is_dns1123_subdomain(parts[0], True)]
+        if not parts[1]:
+            errs.append(invalid(path, "", "name must not be empty", covered=True))
+        else:
+            errs += c_id(parts[1])
+    if "/" not in name:
+        errs.append(invalid(path, name, "a fully qualified name must be a domain and a name separated by a slash", covered=True))
+    return errs

@@ -62,6 +62,12 @@ def internal(path: str, detail: str) -> FieldErr:
     return FieldErr("InternalError", path, detail)
 
 
+def unordered(errs: list[FieldErr]) -> list[FieldErr]:
+    """Errors found while iterating a Go map: upstream's order among them is random."""
+    from dataclasses import replace
+    return [replace(e, unordered=True) for e in errs]
+
+
 def mark(errs: list[FieldErr], *, covered: bool = True) -> list[FieldErr]:
     """``ErrorList.MarkCoveredByDeclarative()``."""
     from dataclasses import replace

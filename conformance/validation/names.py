@@ -35,8 +35,9 @@ def regex_error(msg: str, fmt: str, *examples: str) -> str:
     return out + f"regex used for validation is '{fmt}')"
 
 
-def max_len_error(n: int) -> str:
-    return f"must be no more than {n} bytes"
+def max_len_error(n: int, dv: bool = False) -> str:
+    """util/validation says characters; declarative validation's content package says bytes."""
+    return f"must be no more than {n} {'bytes' if dv else 'characters'}"
 
 
 def blen(value: str) -> int:
@@ -55,10 +56,10 @@ LABEL_VALUE_MSG = ("a valid label must be an empty string or consist of alphanum
                    "and must start and end with an alphanumeric character")
 
 
-def is_dns1123_label(value: str) -> list[str]:
+def is_dns1123_label(value: str, dv: bool = False) -> list[str]:
     errs = []
     if blen(value) > 63:
-        errs.append(max_len_error(63))
+        errs.append(max_len_error(63, dv))
     if not _full(_LABEL, value):
         if _full(_SUBDOMAIN, value):
             errs.append("must not contain dots")
@@ -67,10 +68,10 @@ def is_dns1123_label(value: str) -> list[str]:
     return errs
 
 
-def is_dns1123_subdomain(value: str) -> list[str]:
+def is_dns1123_subdomain(value: str, dv: bool = False) -> list[str]:
     errs = []
     if blen(value) > 253:
-        errs.append(max_len_error(253))
+        errs.append(max_len_error(253, dv))
     if not _full(_SUBDOMAIN, value):
         errs.append(regex_error(SUBDOMAIN_MSG, DNS1123_SUBDOMAIN_FMT, "example.com"))
     return errs
@@ -82,7 +83,8 @@ def is_c_identifier(value: str) -> list[str]:
     return []
 
 
-def is_qualified_name(value: str) -> list[str]:
+def is_qualified_name(value: str, dv: bool = True) -> list[str]:
+    """content.IsLabelKey (util/validation's IsQualifiedName is the same function: bytes)."""
     """IsQualifiedName (= IsLabelKey)."""
     errs: list[str] = []
     parts = value.split("/")
@@ -93,23 +95,23 @@ def is_qualified_name(value: str) -> list[str]:
         if not prefix:
             errs.append("prefix part must be non-empty")
         else:
-            errs.extend("prefix part " + m for m in is_dns1123_subdomain(prefix))
+            errs.extend("prefix part " + m for m in is_dns1123_subdomain(prefix, True))
     else:
         return ["a valid label key " + regex_error(LABEL_KEY_MSG, LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
                 + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
     if not name:
         errs.append("name part must be non-empty")
     elif blen(name) > 63:
-        errs.append("name part " + max_len_error(63))
+        errs.append("name part " + max_len_error(63, dv))
     if not _full(_LABEL_KEY, name):
         errs.append("name part " + regex_error(LABEL_KEY_MSG, LABEL_KEY_FMT, "MyName", "my.name", "123-abc"))
     return errs
 
 
-def is_label_value(value: str) -> list[str]:
+def is_label_value(value: str, dv: bool = True) -> list[str]:
     errs = []
     if blen(value) > 63:
-        errs.append(max_len_error(63))
+        errs.append(max_len_error(63, dv))
     if not _full(_LABEL_VALUE, value):
         errs.append(regex_error(LABEL_VALUE_MSG, LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
     return errs
@@ -127,3 +129,17 @@ def name_is_dns_subdomain(name: str, prefix: bool) -> list[str]:
 
 def name_is_dns_label(name: str, prefix: bool) -> list[str]:
     return is_dns1123_label(mask_trailing_dash(name) if prefix else name)
+
+
+_SUBDOMAIN_CASELESS = re.compile("^(?i:" + DNS1123_SUBDOMAIN_FMT + ")$")
+SUBDOMAIN_CASELESS_MSG = ("an RFC 1123 subdomain must consist of alphanumeric characters, '-' or '.', and must start "
+                          "and end with an alphanumeric character")
+
+
+def is_dns1123_subdomain_caseless(value: str, dv: bool = False) -> list[str]:
+    errs = []
+    if blen(value) > 253:
+        errs.append(max_len_error(253, dv))
+    if not _full(_SUBDOMAIN_CASELESS, value):
+        errs.append(regex_error(SUBDOMAIN_CASELESS_MSG, DNS1123_SUBDOMAIN_FMT, "Example.com"))
+    return errs

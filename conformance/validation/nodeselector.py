@@ -61,3 +61,23 @@ def node_selector(sel: dict[str, Any], path: str) -> Errs:
         for j, r in enumerate(as_list(t.get("matchFields"))):
             errs += _field_requirement(as_dict(r), index(child(tp, "matchFields"), j))
     return errs
+
+
+def internal_terms(raw: Any) -> Any:
+    """The internal []core.NodeSelectorTerm as json.Marshal prints it (Go field names, nil as null)."""
+    import json
+
+    from .verdict import GoRepr
+
+    def req(r: Any) -> dict[str, Any]:
+        r = as_dict(r)
+        return {"Key": r.get("key") or "", "Operator": r.get("operator") or "",
+                "Values": list(r["values"]) if isinstance(r.get("values"), list) else None}
+
+    def lst(v: Any) -> Any:
+        return [req(x) for x in v] if isinstance(v, list) else None
+    if not isinstance(raw, list):
+        return None
+    terms = [{"MatchExpressions": lst(as_dict(t).get("matchExpressions")), "MatchFields": lst(as_dict(t).get("matchFields"))}
+             for t in raw]
+    return GoRepr(json.dumps(terms, separators=(",", ":"), ensure_ascii=False))

@@ -15,10 +15,9 @@ from .verdict import GoRepr
 
 
 def _claim_repr(claim: dict[str, Any]) -> GoRepr:
-    out: dict[str, Any] = {"name": claim.get("name") or ""}
-    for k in ("resourceClaimName", "resourceClaimTemplateName"):
-        if claim.get(k) is not None:
-            out[k] = claim[k]
+    """The internal core.PodResourceClaim as json.Marshal prints it (no JSON tags: Go field names)."""
+    out: dict[str, Any] = {"Name": claim.get("name") or "", "ResourceClaimName": claim.get("resourceClaimName"),
+                           "ResourceClaimTemplateName": claim.get("resourceClaimTemplateName")}
     return GoRepr(json.dumps(out, separators=(",", ":"), ensure_ascii=False))
 
 

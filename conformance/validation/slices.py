@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from .common import (ATTRIBUTE_KEY_MAX, Errs, as_dict, as_list, dns_label, driver_name, label_name, map_,
+from .common import (ATTRIBUTE_KEY_MAX, Errs, as_dict, as_list, dns_label, dv_dns_label, driver_name, label_name, map_,
                      qualified_name, set_, slice_, taint)
 from .errs import child, duplicate, forbidden, index, invalid, mark, required, too_long
 from .meta import validate_object_meta, validate_object_meta_update
 from .names import blen, name_is_dns_subdomain
-from .nodeselector import node_selector
+from .nodeselector import internal_terms, node_selector
 from .capacity import node_allocatable, request_policy, skip_node_operations
 from .common import pool_name
 from .verdict import FieldErr
@@ -73,11 +73,16 @@ def device_attribute(a: Any, path: str) -> Errs:
                 errs += mark(_string_value(str(item), index(child(path, k), i)))
             elif k == "versions":
                 errs += _version_value(str(item), index(child(path, k), i))
-    if n == 0:
-        errs.append(invalid(path, "", "must specify one of: `int`, `bool`, `string`, `version`, `ints`, `bools`, "
-                                      "`strings`, `versions`", covered=True, origin="union"))
-    elif n > 1:
-        errs.append(invalid(path, a, "exactly one value must be specified", covered=True, origin="union"))
+    # The union check is declarative validation's, which counts an empty list as unset.
+    names = [k for k in ("int", "bool", "string", "version") if a.get(k) is not None]
+    names += [k for k in ("ints", "bools", "strings", "versions") if as_list(a.get(k))]
+    del n
+    union = "`int`, `bool`, `string`, `version`, `ints`, `bools`, `strings`, `versions`"
+    if not names:
+        errs.append(invalid(path, "", "must specify one of: " + union, covered=True, origin="union"))
+    elif len(names) > 1:
+        errs.append(invalid(path, "{" + ", ".join(names) + "}", "must specify exactly one of: " + union, covered=True,
+                            origin="union"))
     return errs
 
 
@@ -97,7 +102,8 @@ def _attribute_values(device: dict[str, Any]) -> int:
     return n
 
 
-def binding_parameters(conds: list[Any], fails: list[Any], path: str) -> Errs:
+def binding_parameters(conds: list[Any], fails: list[Any], path: str, raw: tuple[Any, Any] = (None, None)) -> Errs:
+    """``raw``: the fields as written (an empty list prints as [], an absent one as null)."""
     errs = slice_(conds, MAX_BINDING, lambda c, p: label_name(str(c), p), child(path, "bindingConditions"), size_covered=True)
     errs += slice_(fails, MAX_BINDING, lambda c, p: label_name(str(c), p), child(path, "bindingFailureConditions"),
                    size_covered=True)
@@ -115,9 +121,11 @@ def binding_parameters(conds: list[Any], fails: list[Any], path: str) -> Errs:
             errs.append(invalid(index(child(path, "bindingFailureConditions"), i), c,
                                 "bindingFailureConditions must not overlap with bindingConditions"))
     if not conds and fails:
-        errs.append(invalid(child(path, "bindingConditions"), conds or None, "bindingConditions are required to use bindingFailureConditions"))
+        errs.append(invalid(child(path, "bindingConditions"), raw[0] if isinstance(raw[0], list) else None,
+                            "bindingConditions are required to use bindingFailureConditions"))
     if not fails and conds:
-        errs.append(invalid(child(path, "bindingFailureConditions"), fails or None, "bindingFailureConditions are required to use bindingConditions"))
+        errs.append(invalid(child(path, "bindingFailureConditions"), raw[1] if isinstance(raw[1], list) else None,
+                            "bindingFailureConditions are required to use bindingConditions"))
     return errs
 
 
@@ -128,12 +136,12 @@ def _counter_consumption(c: Any, path: str) -> Errs:
     if not cs:
         errs.append(required(child(path, "counterSet"), covered=True))
     else:
-        errs += mark(dns_label(cs, child(path, "counterSet")))
+        errs += dns_label(cs, child(path, "counterSet"), dv=True)
     counters = as_dict(c.get("counters"))
     if not counters:
         errs.append(required(child(path, "counters"), covered=True))
     else:
-        errs += map_(counters, MAX_COUNTERS_PER_CONSUMPTION, 63, dns_label, lambda v, p: [], child(path, "counters"),
+        errs += map_(counters, MAX_COUNTERS_PER_CONSUMPTION, 63, dv_dns_label, lambda v, p: [], child(path, "counters"),
                      keys_covered=True)
     return errs
 
@@ -188,7 +196,8 @@ def device(d: Any, old: dict[str, Any] | None, path: str, per_device: Any, gates
     elif any(d.get(k) is not None for k in ("nodeName", "nodeSelector", "allNodes")):
         errs.append(invalid(path, None, "`nodeName`, `nodeSelector` and `allNodes` can only be set if "
                                         "`perDeviceNodeSelection` is set to true in the ResourceSlice spec"))
-    errs += binding_parameters(as_list(d.get("bindingConditions")), as_list(d.get("bindingFailureConditions")), path)
+    errs += binding_parameters(as_list(d.get("bindingConditions")), as_list(d.get("bindingFailureConditions")), path,
+                               (d.get("bindingConditions"), d.get("bindingFailureConditions")))
     errs += node_allocatable(as_dict(d.get("nodeAllocatableResources")), caps, child(path, "nodeAllocatableResources"))
     # declarative: compatibilityGroups (maxItems 2, DNS labels)
     for i, cc in enumerate(as_list(d.get("consumesCounters"))):
@@ -198,7 +207,7 @@ def device(d: Any, old: dict[str, Any] | None, path: str, per_device: Any, gates
             errs.append(FieldErr("FieldValueTooMany", gp, "must have at most 2 items", value=len(groups), declarative=True))
         else:
             for j, g in enumerate(groups):
-                errs += mark(dns_label(str(g), index(gp, j)))
+                errs += dns_label(str(g), index(gp, j), dv=True)
     return errs
 
 
@@ -206,12 +215,12 @@ def _counter_set(cs: Any, path: str) -> Errs:
     cs = as_dict(cs)
     errs: Errs = []
     name = cs.get("name") or ""
-    errs += [required(child(path, "name"), covered=True)] if not name else mark(dns_label(name, child(path, "name")))
+    errs += [required(child(path, "name"), covered=True)] if not name else dns_label(name, child(path, "name"), dv=True)
     counters = as_dict(cs.get("counters"))
     if not counters:
         errs.append(required(child(path, "counters"), covered=True))
     else:
-        errs += map_(counters, MAX_COUNTERS_PER_SET, 63, dns_label, lambda v, p: [], child(path, "counters"), keys_covered=True)
+        errs += map_(counters, MAX_COUNTERS_PER_SET, 63, dv_dns_label, lambda v, p: [], child(path, "counters"), keys_covered=True)
     return errs
 
 
@@ -257,7 +266,8 @@ def slice_spec(spec: dict[str, Any], old: dict[str, Any] | None, path: str, gate
         errs += node_selector(sel, child(path, "nodeSelector"))
         terms = as_list(sel.get("nodeSelectorTerms"))
         if len(terms) != 1:
-            errs.append(invalid(child(path, "nodeSelector", "nodeSelectorTerms"), terms or None, "must have exactly one node selector term"))
+            errs.append(invalid(child(path, "nodeSelector", "nodeSelectorTerms"), internal_terms(sel.get("nodeSelectorTerms")),
+                                "must have exactly one node selector term"))
     for f in ("allNodes", "perDeviceNodeSelection"):
         if spec.get(f) is not None:
             if spec[f]:

@@ -118,6 +118,7 @@ class FieldErr:
     body: str = ""
     origin: str = dataclasses.field(default="", compare=False)
     declarative: bool = dataclasses.field(default=False, compare=False)
+    unordered: bool = dataclasses.field(default=False, compare=False)  # emitted while iterating a Go map
 
     def error_body(self) -> str:
         if self.body:

@@ -9,10 +9,10 @@ from typing import Any, Mapping
 from ..cel import check_new_expression
 from .common import (Errs, as_dict, as_list, device_class_name, driver_name, dv_fully_qualified_name, set_, slice_,
                      toleration)
-from .errs import child, forbidden, index, invalid, mark, not_supported, required, too_long, too_many
+from .errs import child, forbidden, index, invalid, not_supported, required, too_long, too_many
 from .meta import validate_object_meta, validate_object_meta_update, validate_object_meta_with_errors, validate_template_meta
 from .names import blen
-from .common import dns_label, dns_subdomain
+from .common import dns_label
 from .verdict import FieldErr
 
 MAX_REQUESTS = 32

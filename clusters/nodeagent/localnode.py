@@ -16,6 +16,10 @@ only when the result is ``ok``. Claims are read back by the plugins through ``ge
     node.unprepare(pod_uid)
     node.stop()
 
+With ``agent=False`` and ``dirs=(plugins, registry, cdi)`` of a real kubelet, the plugins serve in
+that kubelet's folders and ``start()`` waits until the kubelet has registered them (the kubelet
+prepares; ``prepare``/``unprepare`` are not used).
+
 Sockets live under a short temporary folder (Unix socket paths are limited to 107 bytes);
 files are written without fsync, since nothing here must survive a crash.
 """
@@ -44,7 +48,8 @@ class LocalNode:
                  publish: Callable[[str, list[dict[str, Any]]], None] | None = None,
                  optional_node_operations: bool = False,
                  skip_node_ops: Mapping[str, Collection[str]] | None = None,
-                 check_reserved: bool = True) -> None:
+                 check_reserved: bool = True, agent: bool = True,
+                 dirs: tuple[Path, Path, Path] | None = None) -> None:
         self.inventory = inventory
         self.node = inventory.node_name
         self._own_root = root is None
@@ -57,31 +62,40 @@ class LocalNode:
         self.skip_node_ops = dict(skip_node_ops or {})
         self.plugins: dict[str, FakePlugin] = {}
         self.agent: NodeAgent | None = None
+        self.with_agent = agent
+        self.dirs = dirs  # (plugins, registry, cdi) of a real kubelet; default: below root
         self._agent_options = {"optional_node_operations": optional_node_operations,
                                "check_reserved": check_reserved}
 
     @property
     def cdi_dir(self) -> Path:
+        if self.dirs is not None:
+            return self.dirs[2]
         assert self.root is not None
         return self.root / "cdi"
 
     def start(self, timeout: float = 5.0) -> None:
         if self.root is None:
             self.root = Path(tempfile.mkdtemp(prefix="drakit-"))
+        plugins, registry, cdi = self.dirs or (self.root / "plugins", self.root / "registry", self.root / "cdi")
         publisher = CallbackSlicePublisher(self.publish) if self.publish is not None else None
         try:
             for driver in self.driver_names:
                 config = PluginConfig(driver=driver, node=self.node,
-                                      plugin_dir=self.root / "plugins",
-                                      registry_dir=self.root / "registry",
-                                      cdi_dir=self.root / "cdi",
+                                      plugin_dir=plugins, registry_dir=registry, cdi_dir=cdi,
                                       device_metadata=self.device_metadata,
                                       metadata_versions=self.metadata_versions, durable=False)
                 plugin = FakePlugin(config, self.inventory, self.claims, publisher=publisher,
                                     skip_node_ops=self.skip_node_ops.get(driver, ()))
                 plugin.start()
                 self.plugins[driver] = plugin
-            self.agent = NodeAgent(self.root / "registry", self.node, state_dir=self.root / "agent",
+            if not self.with_agent:  # a real kubelet registers the plugins
+                for driver, plugin in self.plugins.items():
+                    if not plugin.server.registered.wait(timeout):
+                        raise RuntimeError(f"driver {driver} was not registered by the kubelet of node {self.node} "
+                                           f"within {timeout} s")
+                return
+            self.agent = NodeAgent(registry, self.node, state_dir=self.root / "agent",
                                    **self._agent_options)  # type: ignore[arg-type]
             self.agent.start()
             for driver in self.driver_names:

@@ -324,7 +324,22 @@ class ClusterBackend:
         planned = self.alternate.planned(getattr(session, "items", None) or [], self.name) if self.alternate else []
         if planned:
             env["alternateLocalClusters"] = planned
+        if self.local:
+            env["nodeSide"] = self._node_side_env()
         return env
+
+    def _node_side_env(self) -> dict[str, Any]:
+        """Which of the cases' nodes are real kubelets on the local cluster, and what else."""
+        cluster = getattr(self.main, "cluster", None)
+        if getattr(self.node_side, "prepare", None) is not None and cluster is not None:
+            from drakit.clusters.local.build import KUBE_VERSION
+            return {"realKubelets": "every case node with fake hardware and no allocatable of its own",
+                    "kubeletVersion": KUBE_VERSION, "containerRuntime": "drakit-fakecri",
+                    "kwokNodes": "case nodes without fake hardware (no node side needed), and nodes with their own "
+                                 "allocatable (kubelets report the machine's), prepared by drakit's node agent"}
+        reason = getattr(cluster, "real_nodes_reason", None) or "not asked for"
+        return {"realKubelets": "none", "why": reason,
+                "kwokNodes": "every case node; drakit's node agent prepares their claims"}
 
     def _wait_until_gone(self, api: KubeApi, namespace: str) -> None:
         """The case's namespace of an earlier run may still be terminating (namespace names are
@@ -345,7 +360,10 @@ class ClusterBackend:
         try:
             session.apply({"apiVersion": "v1", "kind": "Namespace",
                            "metadata": {"name": ns, "labels": {**case.namespace_labels, RUN_LABEL: self.run_id}}})
+            real = target.node_side.prepare(case) if hasattr(target.node_side, "prepare") else set()
             for obj in hardware_objects(case):
+                if obj["kind"] == "Node" and obj["metadata"]["name"] in real:
+                    continue  # a real kubelet registered it, with the labels of the case
                 if obj["kind"] == "Node":
                     from drakit.clusters.local.kwokconfig import fake_node
                     node = fake_node(obj["metadata"]["name"], obj["metadata"].get("labels"),

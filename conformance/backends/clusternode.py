@@ -14,7 +14,7 @@ backend publishes for the case.
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping
+from typing import Any, Collection, Mapping
 
 from drakit.clusters.nodeagent import LocalNode
 from drakit.clusters.nodeagent.kube import KubeNodeRuntime
@@ -75,11 +75,13 @@ class ClusterNodeSide:
             self._nodes[key] = node
         return node
 
-    def open(self, case: Case, namespace: str) -> CaseNodes:
-        """Start the case's node side: pods in ``namespace`` on the case's nodes get prepared.
-        Nodes without a shape have no fake drivers: their pods only need the annotation."""
+    def open(self, case: Case, namespace: str, skip: Collection[str] = ()) -> CaseNodes:
+        """Start the case's node side: pods in ``namespace`` on the case's nodes (but ``skip``,
+        which have a real kubelet) get prepared. Nodes without a shape have no fake drivers:
+        their pods only need the annotation."""
         metadata = needs_device_metadata(case)
-        nodes = {n.name: (self._local_node(n.name, n.shape, metadata) if n.shape else None) for n in case.nodes}
+        nodes = {n.name: (self._local_node(n.name, n.shape, metadata) if n.shape else None)
+                 for n in case.nodes if n.name not in skip}
         runtime = KubeNodeRuntime(self.admin, nodes, namespace=namespace)
         try:
             runtime.start()

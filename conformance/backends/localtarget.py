@@ -10,6 +10,7 @@ again: the main cluster of ``--cluster local``, or the alternate one that runs t
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -42,7 +43,10 @@ class LocalTarget(Target):
         from drakit.clusters.local.kwokconfig import PREPARED
         from drakit.clusters.local.launcher import ClusterError, LocalCluster
         self.requested = dict(requested)
-        self.cluster = LocalCluster(gates=self.requested or None, stage_set=PREPARED)
+        # Real kubelet nodes for the cases' fake hardware, unless DRAKIT_NODE_SIDE=agent asks for
+        # kwok nodes with drakit's node agent (or the machine cannot run kubelets: no root).
+        real = os.environ.get("DRAKIT_NODE_SIDE", "kubelet") != "agent"
+        self.cluster = LocalCluster(gates=self.requested or None, stage_set=PREPARED, real_nodes=real)
         try:
             self.cluster.up()
         except ClusterError as exc:
@@ -50,11 +54,13 @@ class LocalTarget(Target):
         try:
             from .kubeapi import KubeApi
             from .clusternode import ClusterNodeSide
+            from .kubeletside import KubeletNodeSide
             api = KubeApi(str(self.cluster.kubeconfig), None, cache_dir=self.cluster.run_dir)
             started = {g: v for comp in self.cluster.gates.values() for g, v in comp.items()}
             found = discover(api.version(), api.get_json, None,
                              known_gates={g: v for g, v in started.items() if g in DEFAULT_GATES})
-            node_side = ClusterNodeSide(api.api_client, found.gates)
+            node_side: Any = (KubeletNodeSide(self.cluster, api.api_client, found.gates)
+                              if self.cluster.real is not None else ClusterNodeSide(api.api_client, found.gates))
             self.flagged = frozenset(started)  # the gates it was started with a flag for
         except BaseException:
             self.cluster.down()

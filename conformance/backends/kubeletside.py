@@ -1,0 +1,164 @@
+"""The cluster backend's node side on drakit's local cluster with real kubelet nodes.
+
+A case node with fake hardware (a ``shape``, and no ``allocatable`` of its own) is a real
+kubelet 1.37.2 over drakit's fake CRI (``clusters.local.kubeletnode``): the kubelet creates and
+owns its Node, registers the fake drivers' plugins (served in-process by a
+:class:`clusters.nodeagent.LocalNode` without agent, in the kubelet's ``plugins_registry``),
+calls NodePrepareResources / NodeUnprepareResources itself and passes the CDI device IDs to
+the runtime, whose record a case can read (:meth:`CaseKubeletNodes.containers`). A kubelet node
+is kept for later cases with the same name, shape and labels; a case that needs the name with
+other hardware gets a fresh node (the old one is stopped and its Node deleted). The backend
+publishes the case's ResourceSlices after the new kubelet's start-up wipe of its node's slices.
+
+Other case nodes are kwok nodes (``clusternode``): a node without hardware needs no node side;
+one with hardware and its own ``allocatable`` (which a kubelet would overwrite with the
+machine's) keeps the node agent.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Mapping
+
+from drakit.clusters.local.kubeletnode import containers_of, read_cri_record
+from drakit.clusters.nodeagent import LocalNode
+from drakit.fake_hw.inventory import build_inventory
+
+from ..spec.case import Case
+from .base import HarnessError
+from .clusternode import CaseNodes, ClusterNodeSide
+from .reference import needs_device_metadata
+
+log = logging.getLogger("drakit.cluster.kubelet")
+
+
+def real_node_names(case: Case) -> set[str]:
+    """The case's nodes that run as real kubelets (module docstring)."""
+    return {n.name for n in case.nodes if n.shape and not n.allocatable}
+
+
+class _Running:
+    def __init__(self, key: tuple[Any, ...], local: LocalNode) -> None:
+        self.key = key
+        self.local = local
+
+
+class CaseKubeletNodes:
+    """One case's node side: its real kubelet nodes and, for its kwok nodes, ``clusternode``'s."""
+
+    def __init__(self, side: KubeletNodeSide, real: Mapping[str, LocalNode], kwok: CaseNodes | None) -> None:
+        self.side = side
+        self.real = dict(real)
+        self.kwok = kwok
+
+    def device_metadata(self, namespace: str, claim: str, request: str,
+                        driver: str | None = None) -> list[dict[str, Any]] | None:
+        for node in self.real.values():
+            found = node.read_metadata(namespace, claim, request, driver)
+            if found is not None:
+                return found
+        return self.kwok.device_metadata(namespace, claim, request, driver) if self.kwok is not None else None
+
+    def containers(self, namespace: str, pod: str, container: str | None = None) -> list[dict[str, Any]] | None:
+        """What the fake CRI of the pod's node recorded for its containers (newest last); None
+        when the pod ran on no real kubelet node of this case."""
+        for name in self.real:
+            node = self.side.cluster.kubelet_node(name)
+            if node is None:
+                continue
+            found = containers_of(read_cri_record(node.paths.cri_record), namespace, pod, container)
+            if found:
+                return found
+        return None
+
+    def restart_kubelet(self, node: str) -> None:
+        self.side.restart_kubelet(node)
+
+    def restart_plugins(self, node: str) -> None:
+        self.side.restart_plugins(node)
+
+    def close(self) -> list[str]:
+        return self.kwok.close() if self.kwok is not None else []
+
+
+class KubeletNodeSide:
+    """Real kubelet nodes (and kwok nodes through ``clusternode``) for the cases' fake nodes."""
+
+    def __init__(self, cluster: Any, admin_api_client: Any, gates: Mapping[str, bool]) -> None:
+        self.cluster = cluster  # clusters.local.launcher.LocalCluster with real nodes
+        self.kwok = ClusterNodeSide(admin_api_client, gates)
+        self.claims = self.kwok.claims
+        self._nodes: dict[str, _Running] = {}
+        self.used: set[str] = set()  # every node name that ran as a real kubelet (results.json)
+
+    def prepare(self, case: Case) -> set[str]:
+        """Start (or keep) the real kubelet nodes of ``case``; returns their names. Call before
+        the case's hardware is published: a new kubelet wipes its node's slices when it starts."""
+        names = real_node_names(case)
+        metadata = needs_device_metadata(case)
+        for spec in case.nodes:
+            if spec.name not in names:
+                self._drop(spec.name)  # the case wants a kwok node by that name
+                continue
+            assert spec.shape is not None
+            inv = build_inventory(spec.shape, spec.name)
+            labels = {**inv.node_labels(), **spec.labels}
+            key = (spec.shape, tuple(sorted(labels.items())), metadata)
+            running = self._nodes.get(spec.name)
+            if running is not None and running.key == key and self.cluster.kubelet_node(spec.name) is not None:
+                continue
+            self._drop(spec.name)
+            try:
+                kn = self.cluster.add_kubelet_node(spec.name, labels)
+            except Exception as exc:  # ClusterError: one line with the kubelet's log tail
+                raise HarnessError(f"the real kubelet node {spec.name} cannot start: {exc}") from None
+            local = LocalNode(inv, self.claims.get_claim, write_status=self.claims.write_device_status,
+                              device_metadata=metadata, agent=False, root=kn.paths.dir / "plugin-data",
+                              dirs=(kn.paths.plugins_dir, kn.paths.registry_dir, kn.paths.cdi_dir))
+            try:
+                local.start(timeout=15.0)
+            except RuntimeError as exc:
+                raise HarnessError(str(exc)) from None
+            self._nodes[spec.name] = _Running(key, local)
+            self.used.add(spec.name)
+        return names
+
+    def _drop(self, name: str) -> None:
+        running = self._nodes.pop(name, None)
+        if running is not None:
+            running.local.stop()
+        if self.cluster.kubelet_node(name) is not None:
+            self.cluster.remove_kubelet_node(name)
+
+    def restart_kubelet(self, name: str) -> None:
+        """Stop and start the node's kubelet (its runtime, pods and plugins stay)."""
+        node = self.cluster.kubelet_node(name)
+        if node is None:
+            raise HarnessError(f"node {name} is not a real kubelet node")
+        node.restart_kubelet()
+        self.cluster._save_state()
+        self.cluster.wait_kubelet_nodes([name])
+
+    def restart_plugins(self, name: str) -> None:
+        """Stop the node's fake driver plugins and start them again; waits for re-registration."""
+        running = self._nodes.get(name)
+        if running is None:
+            raise HarnessError(f"node {name} has no fake drivers on a real kubelet")
+        running.local.stop()
+        running.local.start(timeout=15.0)
+
+    def open(self, case: Case, namespace: str) -> CaseKubeletNodes:
+        names = real_node_names(case)
+        real = {n: self._nodes[n].local for n in names if n in self._nodes}
+        rest = [n for n in case.nodes if n.name not in names]
+        kwok = self.kwok.open(case, namespace, skip=names) if rest else None
+        return CaseKubeletNodes(self, real, kwok)
+
+    def stop(self) -> None:
+        for running in self._nodes.values():
+            try:
+                running.local.stop()
+            except Exception:  # noqa: BLE001 - best effort; the run is over
+                log.exception("stopping the plugins of %s", running.local.node)
+        self._nodes.clear()
+        self.kwok.stop()

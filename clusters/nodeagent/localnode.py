@@ -63,6 +63,7 @@ class LocalNode:
         self.plugins: dict[str, FakePlugin] = {}
         self.agent: NodeAgent | None = None
         self.with_agent = agent
+        self._past_calls: list[dict[str, Any]] = []
         self.dirs = dirs  # (plugins, registry, cdi) of a real kubelet; default: below root
         self._agent_options = {"optional_node_operations": optional_node_operations,
                                "check_reserved": check_reserved}
@@ -74,37 +75,83 @@ class LocalNode:
         assert self.root is not None
         return self.root / "cdi"
 
+    def _dirs(self) -> tuple[Path, Path, Path]:
+        assert self.root is not None
+        return self.dirs or (self.root / "plugins", self.root / "registry", self.root / "cdi")
+
     def start(self, timeout: float = 5.0) -> None:
         if self.root is None:
             self.root = Path(tempfile.mkdtemp(prefix="drakit-"))
-        plugins, registry, cdi = self.dirs or (self.root / "plugins", self.root / "registry", self.root / "cdi")
-        publisher = CallbackSlicePublisher(self.publish) if self.publish is not None else None
         try:
-            for driver in self.driver_names:
-                config = PluginConfig(driver=driver, node=self.node,
-                                      plugin_dir=plugins, registry_dir=registry, cdi_dir=cdi,
-                                      device_metadata=self.device_metadata,
-                                      metadata_versions=self.metadata_versions, durable=False)
-                plugin = FakePlugin(config, self.inventory, self.claims, publisher=publisher,
-                                    skip_node_ops=self.skip_node_ops.get(driver, ()))
-                plugin.start()
-                self.plugins[driver] = plugin
-            if not self.with_agent:  # a real kubelet registers the plugins
-                for driver, plugin in self.plugins.items():
-                    if not plugin.server.registered.wait(timeout):
-                        raise RuntimeError(f"driver {driver} was not registered by the kubelet of node {self.node} "
-                                           f"within {timeout} s")
-                return
-            self.agent = NodeAgent(registry, self.node, state_dir=self.root / "agent",
-                                   **self._agent_options)  # type: ignore[arg-type]
-            self.agent.start()
-            for driver in self.driver_names:
-                if not self.agent.wait_for_driver(driver, timeout):
-                    raise RuntimeError(f"driver {driver} did not register with the node agent "
-                                       f"within {timeout} s: {self.agent.registration_failures()}")
+            self._start_plugins(timeout)
+            if self.with_agent:
+                self._start_agent(timeout)
         except BaseException:
             self.stop()
             raise
+
+    def _start_plugins(self, timeout: float) -> None:
+        plugins, registry, cdi = self._dirs()
+        publisher = CallbackSlicePublisher(self.publish) if self.publish is not None else None
+        for driver in self.driver_names:
+            config = PluginConfig(driver=driver, node=self.node,
+                                  plugin_dir=plugins, registry_dir=registry, cdi_dir=cdi,
+                                  device_metadata=self.device_metadata,
+                                  metadata_versions=self.metadata_versions, durable=False)
+            plugin = FakePlugin(config, self.inventory, self.claims, publisher=publisher,
+                                skip_node_ops=self.skip_node_ops.get(driver, ()))
+            plugin.start()
+            self.plugins[driver] = plugin
+        if not self.with_agent:  # a real kubelet registers the plugins
+            for driver, plugin in self.plugins.items():
+                if not plugin.server.registered.wait(timeout):
+                    raise RuntimeError(f"driver {driver} was not registered by the kubelet of node {self.node} "
+                                       f"within {timeout} s")
+        elif self.agent is not None:
+            self._wait_registered(timeout)
+
+    def _start_agent(self, timeout: float) -> None:
+        assert self.root is not None
+        self.agent = NodeAgent(self._dirs()[1], self.node, state_dir=self.root / "agent",
+                               **self._agent_options)  # type: ignore[arg-type]
+        self.agent.start()
+        self._wait_registered(timeout)
+
+    def _wait_registered(self, timeout: float) -> None:
+        assert self.agent is not None
+        for driver in self.driver_names:
+            if not self.agent.wait_for_driver(driver, timeout):
+                raise RuntimeError(f"driver {driver} did not register with the node agent "
+                                   f"within {timeout} s: {self.agent.registration_failures()}")
+
+    def plugin_calls(self) -> list[dict[str, Any]]:
+        """Every NodePrepare/NodeUnprepareResources call the node's plugins served (also before a
+        restart of the plugins), each ``{operation, claims, driver}``, oldest first per driver."""
+        out = list(self._past_calls)
+        for driver, plugin in self.plugins.items():
+            out += [{**c, "driver": driver} for c in plugin.driver.calls]
+        return out
+
+    def restart_plugins(self, timeout: float = 10.0) -> None:
+        """Stop every fake driver plugin and start it again (a driver's DaemonSet pod restarting):
+        the sockets go away and come back, the kubelet (or agent) registers them again."""
+        self._past_calls = self.plugin_calls()
+        for plugin in self.plugins.values():
+            plugin.stop(grace=0)
+        self.plugins.clear()
+        if self.agent is not None:  # the agent must see the sockets gone before they come back
+            import time
+            deadline = time.monotonic() + timeout
+            while any(self.agent.wait_for_driver(d, 0) for d in self.driver_names) and time.monotonic() < deadline:
+                time.sleep(0.02)
+        self._start_plugins(timeout)
+
+    def restart_agent(self, timeout: float = 10.0) -> None:
+        """Stop the node agent (the kubelet's DRA part) and start a new one from its checkpoint."""
+        if self.agent is not None:
+            self.agent.stop()
+            self.agent = None
+        self._start_agent(timeout)
 
     def stop(self) -> None:
         if self.agent is not None:

@@ -38,6 +38,7 @@ class ClusterSession:
         self.run_id = run_id
         self.keep_on_failure = keep_on_failure
         self.created: list[tuple[str, str, str | None]] = []
+        self.slices: dict[str, dict[str, Any]] = {}  # the ResourceSlices applied, by name (republished)
         self.node_side: Any = None  # clusternode.CaseNodes on the local cluster
         from .reference import FaultState
         self.faults = FaultState(case)
@@ -61,6 +62,8 @@ class ClusterSession:
             meta.setdefault("labels", {}).update({RUN_LABEL: self.run_id, CASE_LABEL: _label(self.case.id)})
         name = meta.get("name")
         existing = self.api.get(obj["kind"], name, meta.get("namespace")) if name else None
+        if obj["kind"] == "ResourceSlice" and name:
+            self.slices[name] = obj
         if existing is None:
             out = self.api.create(obj)
             self.created.append((obj["kind"], out["metadata"]["name"], meta.get("namespace")))
@@ -161,6 +164,50 @@ class ClusterSession:
         if self.node_side is None:
             raise HarnessError("device metadata files are only visible with drakit's node side (--cluster local)")
         return self.node_side.device_metadata(self.namespace, claim, request, driver)  # type: ignore[no-any-return]
+
+    def restart(self, node: str, component: str) -> None:
+        """A restart step on a real kubelet node: its kubelet (runtime and pods stay; it waits for
+        Ready again) or its fake driver plugins (waits until the kubelet registered them)."""
+        side = self.node_side
+        if getattr(side, "restart_kubelet", None) is None:
+            raise HarnessError("restart steps need drakit's real kubelet nodes (--cluster local, as root)")
+        if node not in side.real:
+            raise HarnessError(f"node {node} is not a real kubelet node of this case")
+        if component == "kubelet":
+            side.restart_kubelet(node)
+            self._republish(node)
+        else:
+            side.restart_plugins(node)
+
+    def node_operations(self) -> list[dict[str, Any]]:
+        """The NodePrepare/NodeUnprepareResources calls the fake drivers of the case's real
+        kubelet nodes served (one entry per claim of a call; calls a kubelet skipped are not seen)."""
+        real = getattr(self.node_side, "real", None)
+        if real is None:
+            raise HarnessError("node operations are only visible on drakit's real kubelet nodes (--cluster local, as root)")
+        return [{"node": node, "claim": claim, "driver": call["driver"], "pod": None, "operation": call["operation"],
+                 "skipped": False}
+                for node, local in real.items() for call in local.plugin_calls() for claim in call["claims"]]
+
+    def _republish(self, node: str) -> None:
+        """A kubelet deletes its node's ResourceSlices when it starts; a driver publishes them
+        again at once. The backend publishes the case's slices for the fake driver, so it does."""
+        for name, obj in list(self.slices.items()):
+            if (obj.get("spec") or {}).get("nodeName") == node and self.api.get("ResourceSlice", name, None) is None:
+                fresh = json.loads(json.dumps(obj))
+                for key in ("resourceVersion", "uid", "creationTimestamp", "managedFields", "generation"):
+                    fresh["metadata"].pop(key, None)
+                self.api.create(fresh)
+
+    def container(self, pod: str, container: str) -> dict[str, Any] | None:
+        """What the fake CRI of a real kubelet node recorded for the pod's container (its newest
+        CreateContainer, as ``containers.record``); None when it created none."""
+        reader = getattr(self.node_side, "containers", None)
+        if reader is None:
+            raise HarnessError("container records are only visible on drakit's real kubelet nodes (--cluster local, as root)")
+        from .containers import from_cri_event
+        found = reader(self.namespace, pod, container)
+        return from_cri_event(found[-1]) if found else None
 
     def list(self, kind: str) -> list[dict[str, Any]]:
         return self.api.list(kind, self._ns(kind))

@@ -144,8 +144,7 @@ class KubeletNodeSide:
         running = self._nodes.get(name)
         if running is None:
             raise HarnessError(f"node {name} has no fake drivers on a real kubelet")
-        running.local.stop()
-        running.local.start(timeout=15.0)
+        running.local.restart_plugins(timeout=15.0)
 
     def open(self, case: Case, namespace: str) -> CaseKubeletNodes:
         names = real_node_names(case)

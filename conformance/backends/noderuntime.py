@@ -66,6 +66,8 @@ class NodeRuntime:
         self.optional_ops = bool(gates.get("DRAOptionalNodeOperations"))
         self.device_metadata_files = device_metadata
         self.prepared: dict[str, tuple[str, dict[str, Any]]] = {}  # pod uid -> (node, pod)
+        # (namespace, pod, container) -> what the runtime would give it (``containers.record``)
+        self.containers: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.pending_status: list[tuple[str, str, str, str, list[dict[str, Any]]]] = []
         self._lock = threading.Lock()
         _ROUTER.get = lambda ns, name: cluster.get("ResourceClaim", name, ns)  # type: ignore[method-assign]
@@ -111,12 +113,41 @@ class NodeRuntime:
             return None  # a node without fake hardware has no fake drivers to call
         ours = [c for c in claims if any(r.get("driver") in ln.driver_names for r in _results(c))]
         if not ours:
+            self._record_containers(ln, pod, None)
             return None
         result = ln.prepare(pod["metadata"]["uid"], ours)
         if result.ok:
             self.prepared[pod["metadata"]["uid"]] = (node, pod)
+            self._record_containers(ln, pod, result)
             return None
         return str(result.error)
+
+    def _record_containers(self, ln: Any, pod: dict[str, Any], result: Any) -> None:
+        """What each container would get from a CDI runtime (``containers``), as a real kubelet
+        node's fake CRI records it."""
+        from drakit.clusters.nodeagent import container_cdi_devices
+
+        from .containers import container_env, resolve
+        spec = pod.get("spec") or {}
+        meta = pod["metadata"]
+        ids = container_cdi_devices(pod, result) if result is not None else {}
+        for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+            self.containers[(meta.get("namespace", ""), meta["name"], c["name"])] = resolve(
+                ids.get(c["name"], []), [ln.cdi_dir], container_env(c))
+
+    def restart(self, node: str, component: str) -> None:
+        """Restart the node's kubelet part (the node agent, from its checkpoint) or its fake
+        driver plugins (registered again); prepared claims stay prepared."""
+        ln = self._node(node)
+        if ln is None:
+            raise KeyError(f"node {node} has no fake hardware, so no node side to restart")
+        if component == "kubelet":
+            ln.restart_agent()
+        else:
+            ln.restart_plugins()
+
+    def container(self, namespace: str, pod: str, container: str) -> dict[str, Any] | None:
+        return self.containers.get((namespace, pod, container))
 
     def unprepare(self, node: str, pod: dict[str, Any]) -> None:
         entry = self.prepared.pop(pod["metadata"]["uid"], None)

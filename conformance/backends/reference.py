@@ -97,6 +97,19 @@ class ReferenceSession:
             raise HarnessError("device metadata files need the node side (run without --drakit-no-node-side)")
         return self.cluster.node_runtime.device_metadata(self.namespace, claim, request, driver)  # type: ignore[no-any-return]
 
+    def restart(self, node: str, component: str) -> None:
+        """A restart step: the node agent (the kubelet's DRA part) or the node's fake drivers."""
+        if self.cluster.node_runtime is None:
+            raise HarnessError("restart steps need the node side (run without --drakit-no-node-side)")
+        self.cluster.node_runtime.restart(node, component)
+
+    def container(self, pod: str, container: str) -> dict[str, Any] | None:
+        """What the node's runtime gave the pod's container (``containers.record``), as the
+        reference's kubelet part computes it; None when it created no such container."""
+        if self.cluster.node_runtime is None:
+            raise HarnessError("container records need the node side (run without --drakit-no-node-side)")
+        return self.cluster.node_runtime.container(self.namespace, pod, container)  # type: ignore[no-any-return]
+
     def list(self, kind: str) -> list[dict[str, Any]]:
         return self.cluster.list(kind, self._ns(kind))
 

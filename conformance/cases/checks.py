@@ -325,6 +325,12 @@ def check_node_operations(s: Session, body: dict[str, Any]) -> None:
         if got != body[field_]:
             raise ExpectationFailed(f"claim {_describe(body['claim'])}: {op} was {got}, expected {body[field_]}",
                                     expected=body[field_], actual=calls)
+    for field_, op in (("preparedCalls", "NodePrepareResources"), ("unpreparedCalls", "NodeUnprepareResources")):
+        if field_ in body:
+            calls = [o for o in mine if o["operation"] == op and not o["skipped"]]
+            if len(calls) != body[field_]:
+                raise ExpectationFailed(f"claim {_describe(body['claim'])}: {op} called {len(calls)} time(s)",
+                                        expected=body[field_], actual=calls)
 
 
 METADATA_GROUP = "metadata.resource.k8s.io"
@@ -413,6 +419,51 @@ def check_device_metadata(s: Session, body: dict[str, Any]) -> None:
             raise ExpectationFailed(f"{where}: " + "; ".join(problems), expected=body["devices"], actual=devices)
 
 
+def check_container(s: Session, body: dict[str, Any]) -> None:
+    """What the node's container runtime gave a container: the CDI device IDs the kubelet passed
+    and the env, mounts and device nodes they resolve to (the fake CRI's record on a real kubelet
+    node; the reference's kubelet part computes the same). Always checked: every CDI ID resolved
+    and none is passed twice."""
+    import fnmatch
+
+    pod = body["pod"]
+    read = _optional(s, "container", "what a container runtime gave a container")
+    name = body.get("container")
+    if name is None:
+        spec = (s.get("Pod", pod) or {}).get("spec") or {}
+        containers = spec.get("containers") or []
+        if not containers:
+            raise ExpectationFailed(f"pod {pod} has no containers to look at")
+        name = containers[0]["name"]
+    got = read(pod, name)
+    where = f"container {name} of pod {pod}"
+    if body.get("absent"):
+        if got is not None:
+            raise ExpectationFailed(f"{where} was created", expected="no container", actual=got)
+        return
+    if got is None:
+        raise ExpectationFailed(f"{where} was never created by the runtime", expected="a container", actual=None)
+    if got.get("error"):
+        raise ExpectationFailed(f"{where}: the runtime refused it: {got['error']}", actual=got["cdiDevices"])
+    ids = got["cdiDevices"]
+    if len(set(ids)) != len(ids):
+        raise ExpectationFailed(f"{where}: a CDI device ID was passed twice", actual=ids)
+    if "cdiDevices" in body and len(ids) != body["cdiDevices"]:
+        raise ExpectationFailed(f"{where}: {len(ids)} CDI devices", expected=body["cdiDevices"], actual=ids)
+    env = got["env"]
+    for want in body.get("env") or []:
+        if not any(fnmatch.fnmatchcase(kv, want if "=" in want else want + "=*") for kv in env):
+            raise ExpectationFailed(f"{where}: no env variable {want}", expected=want, actual=env)
+    for absent in body.get("envAbsent") or []:
+        if any(kv.partition("=")[0] == absent for kv in env):
+            raise ExpectationFailed(f"{where}: env variable {absent} is set", expected="absent", actual=env)
+    for key in ("mounts", "deviceNodes"):
+        if key in body:
+            problems = mismatches(body[key], got[key], "subset", (key,))
+            if problems:
+                raise ExpectationFailed(f"{where}: " + "; ".join(problems), expected=body[key], actual=got[key])
+
+
 CHECKS: dict[str, Callable[[Session, dict[str, Any]], None]] = {
     "object": check_object,
     "allocated": check_allocated,
@@ -430,4 +481,5 @@ CHECKS: dict[str, Callable[[Session, dict[str, Any]], None]] = {
     "schedulerMetrics": check_scheduler_metrics,
     "nodeOperations": check_node_operations,
     "deviceMetadata": check_device_metadata,
+    "container": check_container,
 }

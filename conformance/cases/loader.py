@@ -238,6 +238,9 @@ def _step(doc: Any, i: int, s: Any, file: str, start: int, *, validate: bool = T
         f = _plain(s["fault"])
         f.setdefault("effect", "NoSchedule")
         return Step(i, name or f"fault {f['node']}/{f['device']} {f['kind']}", "fault", line, fault=f)
+    if "restart" in s:
+        r = _plain(s["restart"])
+        return Step(i, name or f"restart the {r['component']} of {r['node']}", "restart", line, restart=r)
     if "advance" in s:
         return Step(i, name or f"advance {s['advance']}", "advance", line, seconds=_duration(s["advance"]))
     if "driverStatus" in s:

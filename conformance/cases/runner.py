@@ -125,6 +125,13 @@ def _run_step(step: Step, s: Session, clock: Callable[[], float], sleep: Callabl
         except (KeyError, ValueError) as exc:
             raise _Failure(step.line, f"fault injection failed: {exc}", status="error") from None
         return
+    if step.kind == "restart":
+        assert step.restart is not None
+        restart = getattr(s, "restart", None)
+        if restart is None:
+            raise HarnessError("this backend cannot restart a node's kubelet or driver (restart steps need drakit's node side)")
+        restart(step.restart["node"], step.restart["component"])
+        return
     if step.kind == "advance":
         assert step.seconds is not None
         advance = getattr(s, "advance", None)

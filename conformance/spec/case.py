@@ -12,7 +12,7 @@ from .needs import Need
 class Step:
     index: int
     name: str
-    kind: str  # apply | delete | expect | advance | driverStatus | fault
+    kind: str  # apply | delete | expect | advance | driverStatus | fault | restart
     line: int
     manifests: tuple[dict[str, Any], ...] = ()
     expect_error: str | None = None
@@ -22,6 +22,7 @@ class Step:
     seconds: float | None = None                 # advance: how much time passes
     status: dict[str, Any] | None = None         # driverStatus: {claim, devices}
     fault: dict[str, str] | None = None          # fault: {node, device, kind, effect}
+    restart: dict[str, str] | None = None        # restart: {node, component: kubelet | driver}
 
 
 @dataclass(frozen=True)

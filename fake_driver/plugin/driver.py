@@ -14,6 +14,8 @@ answer (rewriting any of its files that went missing), unpreparing an unknown cl
 
 from __future__ import annotations
 
+import collections
+
 import logging
 import threading
 from contextlib import contextmanager
@@ -29,6 +31,7 @@ from .checkpoint import Checkpoint, PreparedClaim, PreparedDevice
 from .claims import ClaimSource, ClaimSourceError
 from .files import atomic_write, ensure_dir, remove_file
 
+MAX_CALLS = 10000
 log = logging.getLogger("drakit.driver")
 
 PRIVATE_DIR_MODE = 0o700
@@ -119,6 +122,8 @@ class FakeDriver:
         self._prepared: dict[str, PreparedClaim] = self._checkpoint.load()
         self._locks_guard = threading.Lock()
         self._locks: dict[str, list[Any]] = {}
+        # every NodePrepareResources / NodeUnprepareResources call, oldest first (bounded)
+        self.calls: collections.deque[dict[str, Any]] = collections.deque(maxlen=MAX_CALLS)
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -127,6 +132,7 @@ class FakeDriver:
             return dict(self._prepared)
 
     def prepare(self, refs: Sequence[ClaimRef]) -> dict[str, ClaimOutcome]:
+        self.calls.append({"operation": "NodePrepareResources", "claims": [f"{r.namespace}/{r.name}" for r in refs]})
         out: dict[str, ClaimOutcome] = {}
         for ref in refs:
             if ref.uid in out:
@@ -141,6 +147,7 @@ class FakeDriver:
         return out
 
     def unprepare(self, refs: Sequence[ClaimRef]) -> dict[str, str | None]:
+        self.calls.append({"operation": "NodeUnprepareResources", "claims": [f"{r.namespace}/{r.name}" for r in refs]})
         out: dict[str, str | None] = {}
         for ref in refs:
             if ref.uid in out:

@@ -1,0 +1,82 @@
+"""What a container of a pod gets from the node: the CDI device IDs the kubelet passes to the
+container runtime, and the env, mounts and device nodes they resolve to.
+
+The cluster backend reads it from the fake CRI's record on a real kubelet node; the reference
+backend computes it here the same way: the per-container CDI IDs by the kubelet's rule
+(``clusters.nodeagent.container_cdi_devices``), resolved against the node's CDI spec folder like
+a CDI-enabled runtime (spec-level edits once per spec, then the device's; an env variable
+replaces one of the same name; mounts and device nodes are appended). The shape of a record
+(:func:`record`) is the same on both backends.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+
+def record(cdi_devices: list[str], env: list[str], mounts: list[dict[str, Any]],
+           device_nodes: list[dict[str, Any]], error: str | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"cdiDevices": list(cdi_devices), "env": list(env), "mounts": list(mounts),
+                           "deviceNodes": list(device_nodes)}
+    if error:
+        out["error"] = error
+    return out
+
+
+def from_cri_event(event: Mapping[str, Any]) -> dict[str, Any]:
+    """A record from one CreateContainer line of the fake CRI (``clusters/local/fakecri``)."""
+    eff = event.get("effective") or event.get("requested") or {}
+    return record(list(event.get("cdiDevices") or []), list(eff.get("env") or []),
+                  [dict(m) for m in eff.get("mounts") or []], [dict(d) for d in eff.get("deviceNodes") or []],
+                  event.get("error"))
+
+
+def container_env(container: Mapping[str, Any]) -> list[str]:
+    """The literal ``env`` entries of a container spec as ``NAME=value``."""
+    return [f"{e['name']}={e.get('value', '')}" for e in container.get("env") or [] if "valueFrom" not in e]
+
+
+def resolve(cdi_ids: Iterable[str], cdi_dirs: Iterable[Path], base_env: list[str]) -> dict[str, Any]:
+    """The record of a container given its CDI IDs (module docstring); unknown IDs give ``error``,
+    as a runtime fails CreateContainer for them."""
+    from ..nodecheck.cdi import SpecIndex
+
+    ids = list(cdi_ids)
+    index = SpecIndex.load(list(cdi_dirs))
+    env = list(base_env)
+    keys = {kv.partition("=")[0]: i for i, kv in enumerate(env)}
+    mounts: list[dict[str, Any]] = []
+    nodes: list[dict[str, Any]] = []
+    seen_specs: set[str] = set()
+
+    def apply(edits: Mapping[str, Any], source: str) -> None:
+        for kv in edits.get("env") or []:
+            key = kv.partition("=")[0]
+            if key in keys:
+                env[keys[key]] = kv
+            else:
+                keys[key] = len(env)
+                env.append(kv)
+        for m in edits.get("mounts") or []:
+            entry: dict[str, Any] = {"containerPath": m.get("containerPath"), "hostPath": m.get("hostPath"),
+                                     "options": m.get("options"), "source": source}
+            if "ro" in (m.get("options") or []):
+                entry["readOnly"] = True
+            mounts.append({k: v for k, v in entry.items() if v is not None})
+        for d in edits.get("deviceNodes") or []:
+            nodes.append({k: v for k, v in {"containerPath": d.get("path"), "hostPath": d.get("hostPath") or d.get("path"),
+                                           "permissions": d.get("permissions"), "source": source}.items() if v is not None})
+
+    unresolved = []
+    for cdi_id in ids:
+        dev = index.devices.get(cdi_id)
+        if dev is None:
+            unresolved.append(cdi_id)
+            continue
+        if str(dev.path) not in seen_specs:
+            seen_specs.add(str(dev.path))
+            apply(dev.spec.get("containerEdits") or {}, cdi_id)
+        apply(dev.device.get("containerEdits") or {}, cdi_id)
+    error = f"CDI device injection failed: unresolvable CDI devices {', '.join(unresolved)}" if unresolved else None
+    return record(ids, env, mounts, nodes, error)

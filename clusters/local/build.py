@@ -14,7 +14,7 @@ Small Go modules live next to this file (their go.mod and go.sum are committed):
 
 Binaries go to a versioned cache directory outside the repository (:func:`bin_dir`).  A group
 is rebuilt only when one of its binaries is missing, reports the wrong ``--version``, or was
-built from different go.mod/go.sum text.  Nothing here is ever committed.
+built from different go.mod/go.sum text (or, for drakit's own Go source, other ``*.go`` files).  Nothing here is ever committed.
 """
 
 from __future__ import annotations
@@ -182,6 +182,8 @@ def _module_hash(module_dir: Path) -> str:
     for name in ("go.mod", "go.sum"):
         p = module_dir / name
         h.update(name.encode() + b"\0" + (p.read_bytes() if p.exists() else b"") + b"\0")
+    for p in sorted(module_dir.glob("*.go")):  # the project's own Go source (the fake CRI)
+        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
 
@@ -224,7 +226,7 @@ def group_status(group: Group, out: Path) -> str | None:
             return f"{b.name} --version does not match"
     stamp = _read_stamps(out).get(group.name)
     if stamp is not None and stamp != _module_hash(group.module_dir):
-        return f"{group.module_dir.name}/go.mod or go.sum changed"
+        return f"{group.module_dir.name}: go.mod, go.sum or Go source changed"
     return None
 
 

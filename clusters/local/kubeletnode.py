@@ -5,7 +5,8 @@ Per node (``KubeletNode``), two processes:
 - ``fakecri`` (Go, ``clusters/local/fakecri``): the node's own container runtime on its own
   socket (a kubelet adopts every container of a runtime it talks to, so runtimes are never
   shared). It records each container it creates (the CDI device IDs the kubelet passed, and the
-  env, mounts and device nodes they resolve to in the node's CDI folder) in ``cri.jsonl``.
+  env, mounts and device nodes they resolve to in the node's CDI folder) in ``cri.jsonl``, and
+  lets init containers exit 0 at once (it reads their pod's spec as the node).
 - ``kubelet``, started through ``unshare --mount`` in a private mount namespace that dies with
   it: private tmpfs on ``/var/lib`` and ``/var/log`` (the kubelet writes
   ``/var/lib/kubelet/device-plugins/kubelet.sock`` and ``/var/log/containers`` whatever its
@@ -325,7 +326,10 @@ class KubeletNode:
     def start_cri(self) -> procs.ProcInfo:
         p = self.paths
         info = self._spawn("fakecri", [str(self.bin_dir / "fakecri"), f"--listen={p.cri_socket}",
-                                       f"--record={p.cri_record}", f"--cdi-dir={p.cdi_dir}", f"--fs-dir={p.dir}"])
+                                       f"--record={p.cri_record}", f"--cdi-dir={p.cdi_dir}", f"--fs-dir={p.dir}",
+                                       # which containers are init containers: read as the node
+                                       f"--api-server={self.server}", f"--ca={self.ca_file}",
+                                       f"--cert={self.client_cert[0]}", f"--key={self.client_cert[1]}"])
         import time
         deadline = time.monotonic() + 10
         while not p.cri_socket.exists():

@@ -14,6 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+import yaml
+
 
 def record(cdi_devices: list[str], env: list[str], mounts: list[dict[str, Any]],
            device_nodes: list[dict[str, Any]], error: str | None = None) -> dict[str, Any]:
@@ -40,10 +42,8 @@ def container_env(container: Mapping[str, Any]) -> list[str]:
 def resolve(cdi_ids: Iterable[str], cdi_dirs: Iterable[Path], base_env: list[str]) -> dict[str, Any]:
     """The record of a container given its CDI IDs (module docstring); unknown IDs give ``error``,
     as a runtime fails CreateContainer for them."""
-    from ..nodecheck.cdi import SpecIndex
-
     ids = list(cdi_ids)
-    index = SpecIndex.load(list(cdi_dirs))
+    devices = _cdi_devices(cdi_dirs)
     env = list(base_env)
     keys = {kv.partition("=")[0]: i for i, kv in enumerate(env)}
     mounts: list[dict[str, Any]] = []
@@ -70,13 +70,45 @@ def resolve(cdi_ids: Iterable[str], cdi_dirs: Iterable[Path], base_env: list[str
 
     unresolved = []
     for cdi_id in ids:
-        dev = index.devices.get(cdi_id)
-        if dev is None:
+        found = devices.get(cdi_id)
+        if found is None:
             unresolved.append(cdi_id)
             continue
-        if str(dev.path) not in seen_specs:
-            seen_specs.add(str(dev.path))
-            apply(dev.spec.get("containerEdits") or {}, cdi_id)
-        apply(dev.device.get("containerEdits") or {}, cdi_id)
+        path, spec, device = found
+        if path not in seen_specs:
+            seen_specs.add(path)
+            apply(spec.get("containerEdits") or {}, cdi_id)
+        apply(device.get("containerEdits") or {}, cdi_id)
     error = f"CDI device injection failed: unresolvable CDI devices {', '.join(unresolved)}" if unresolved else None
     return record(ids, env, mounts, nodes, error)
+
+
+def _cdi_devices(dirs: Iterable[Path]) -> dict[str, tuple[str, dict[str, Any], dict[str, Any]]]:
+    """``vendor/class=name`` -> (spec file, spec, device) for the specs in ``dirs``, as a runtime's
+    CDI cache sees them: later folders override earlier ones, a device defined twice in one
+    folder is dropped, a file that does not parse is left out (node-check reports such files)."""
+    out: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {}
+    for folder in dirs:
+        if not folder.is_dir():
+            continue
+        here: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {}
+        twice: set[str] = set()
+        for path in sorted(folder.iterdir()):
+            if path.suffix not in (".json", ".yaml", ".yml") or not path.is_file():
+                continue
+            try:
+                spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError, yaml.YAMLError):
+                continue
+            if not isinstance(spec, dict) or not isinstance(spec.get("devices"), list):
+                continue
+            for device in spec["devices"]:
+                if isinstance(device, dict) and "name" in device:
+                    qualified = f"{spec.get('kind')}={device['name']}"
+                    if qualified in here:
+                        twice.add(qualified)
+                    here[qualified] = (str(path), spec, device)
+        for qualified in twice:
+            here.pop(qualified, None)
+        out.update(here)
+    return out

@@ -96,6 +96,8 @@ class KubeletNodeSide:
         the case's hardware is published: a new kubelet wipes its node's slices when it starts."""
         names = real_node_names(case)
         metadata = needs_device_metadata(case)
+        for stale in [n for n in self._nodes if n not in {s.name for s in case.nodes}]:
+            self._drop(stale)  # a case sees its own nodes only, as with kwok nodes
         for spec in case.nodes:
             if spec.name not in names:
                 self._drop(spec.name)  # the case wants a kwok node by that name

@@ -198,3 +198,18 @@ def test_a_killed_owner_leaves_no_process_folder_port_mount_or_sysctl(tmp_path, 
         from drakit.clusters.local.launcher import LocalCluster
         LocalCluster.attach(run_dir).down()
     assert _leftovers(run_dir, state, sysctls) == []
+
+
+def test_an_init_container_completes_and_the_pod_runs(kubelet_cluster):
+    kube = _kube(kubelet_cluster)
+    kube.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kn2"}})
+    kube.request("POST", "/api/v1/namespaces/kn2/pods", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "init"},
+        "spec": {"nodeName": "node-1", "initContainers": [{"name": "setup", "image": "registry.example/setup:1"}],
+                 "containers": [{"name": "main", "image": "registry.example/app:1"}]}})
+    pod = wait_for("pod init Running", lambda: (p := kube.get("/api/v1/namespaces/kn2/pods/init"))
+                   and p.get("status", {}).get("phase") == "Running" and p, 30)
+    [init] = pod["status"]["initContainerStatuses"]
+    assert init["state"]["terminated"]["exitCode"] == 0 and init["state"]["terminated"]["reason"] == "Completed"
+    record = read_cri_record(kubelet_cluster.kubelet_node("node-1").paths.cri_record)
+    assert [e["container"] for e in containers_of(record, "kn2", "init")] == ["setup", "main"]

@@ -8,7 +8,8 @@
 // RemovePodSandbox is appended to --record as one JSON line; a CreateContainer line holds the CDI
 // device IDs the kubelet passed and the env, mounts and device nodes the container gets once those
 // IDs are resolved against --cdi-dir, as a CDI-enabled runtime would. An ID that does not resolve
-// fails CreateContainer, as it does in containerd and CRI-O.
+// fails CreateContainer, as it does in containerd and CRI-O. With --api-server (the node's
+// credentials), an init container exits with code 0 as soon as it is started (pods.go).
 package main
 
 import (
@@ -40,9 +41,12 @@ type server struct {
 	cdiDirs []string
 	fsDir   string
 
+	pods *podSpecs // nil: no API server given, every container runs until stopped
+
 	mu       sync.Mutex
 	record   *os.File
 	logPaths map[string]string // container ID -> its log file
+	inits    map[string]bool   // container IDs of init containers (they exit 0 when started)
 }
 
 type event struct {
@@ -156,8 +160,35 @@ func (s *server) CreateContainer(ctx context.Context, req *runtimeapi.CreateCont
 		s.logPaths[resp.ContainerId] = logPath
 		s.mu.Unlock()
 	}
-	e.Container = cfg.GetMetadata().GetName()
+	if m := req.GetSandboxConfig().GetMetadata(); m != nil && s.pods.initContainers(m.Namespace, m.Name, m.Uid)[e.Container] {
+		s.mu.Lock()
+		s.inits[resp.ContainerId] = true
+		s.mu.Unlock()
+	}
 	s.write(e)
+	return resp, nil
+}
+
+// StartContainer runs nothing; an init container completes at once (exit code 0).
+func (s *server) StartContainer(ctx context.Context, req *runtimeapi.StartContainerRequest) (*runtimeapi.StartContainerResponse, error) {
+	resp, err := s.RemoteRuntime.StartContainer(ctx, req)
+	if err != nil {
+		return resp, err
+	}
+	s.mu.Lock()
+	init := s.inits[req.ContainerId]
+	s.mu.Unlock()
+	if init {
+		rs := s.RemoteRuntime.RuntimeService
+		rs.Lock()
+		if c, ok := rs.Containers[req.ContainerId]; ok {
+			c.State = runtimeapi.ContainerState_CONTAINER_EXITED
+			c.ExitCode = 0
+			c.Reason = "Completed"
+			c.FinishedAt = time.Now().UnixNano()
+		}
+		rs.Unlock()
+	}
 	return resp, nil
 }
 
@@ -189,6 +220,7 @@ func (s *server) RemoveContainer(ctx context.Context, req *runtimeapi.RemoveCont
 			_ = os.Remove(p)
 		}
 		delete(s.logPaths, req.ContainerId)
+		delete(s.inits, req.ContainerId)
 		s.mu.Unlock()
 	}
 	return resp, err
@@ -234,6 +266,10 @@ func main() {
 	record := flag.String("record", "", "file the runtime appends its JSON-lines record to")
 	fsDir := flag.String("fs-dir", "", "folder reported as the image and container filesystem")
 	version := flag.Bool("version", false, "print the version and exit")
+	apiServer := flag.String("api-server", "", "API server URL to read pod specs from (which containers are init containers)")
+	caFile := flag.String("ca", "", "CA bundle of --api-server")
+	certFile := flag.String("cert", "", "client certificate for --api-server (the node's)")
+	keyFile := flag.String("key", "", "client key for --api-server")
 	flag.Parse()
 	if *version {
 		fmt.Println("drakit-fakecri " + fakeVersion)
@@ -248,7 +284,13 @@ func main() {
 		fmt.Fprintf(os.Stderr, "fakecri: %v\n", err)
 		os.Exit(1)
 	}
-	s := &server{RemoteRuntime: fake.NewFakeRemoteRuntime(), fsDir: *fsDir, record: rec, logPaths: map[string]string{}}
+	pods, err := newPodSpecs(*apiServer, *caFile, *certFile, *keyFile)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fakecri: --api-server credentials: %v\n", err)
+		os.Exit(1)
+	}
+	s := &server{RemoteRuntime: fake.NewFakeRemoteRuntime(), fsDir: *fsDir, record: rec, logPaths: map[string]string{},
+		inits: map[string]bool{}, pods: pods}
 	for _, d := range strings.Split(*cdi, ",") {
 		if d = strings.TrimSpace(d); d != "" {
 			s.cdiDirs = append(s.cdiDirs, d)

@@ -1,0 +1,195 @@
+"""Figures of the real kubelet nodes on the local cluster (kubelet 1.37.2 over drakit's fake CRI).
+
+Usage: ``python benchmarks/bench_kubelet.py [--nodes 3] [--pods 50] [--batch 5] [--skip-suites] [--json]``
+
+1. **node Ready**: on a running local control plane, ``--nodes`` kubelet nodes (shape
+   server-8gpu) are started one after the other; for each, the seconds from starting its fake
+   CRI and kubelet until the Node is Ready, untainted and the kubelet's start-up wipe of its
+   slices is done (what ``LocalCluster.add_kubelet_node`` waits for).
+2. **pod create -> Running**: the fake drivers run on node-1 as ``drakit cluster up`` starts
+   them (processes, registered through the kubelet's plugins_registry). ``--pods`` pods, each
+   with one GPU claim from a template, are created ``--batch`` at a time; a pod's figure is from
+   its create call returning to a watch seeing ``status.phase: Running`` (scheduling,
+   allocation, NodePrepareResources by the kubelet, sandbox and container in the fake CRI).
+   Each batch is deleted (grace 0) before the next. p50 / p90 / max.
+3. **RSS per node**: VmRSS of each node's kubelet plus fake CRI after the pods ran.
+4. **node-side suites**: wall time of ``drakit run --backend cluster --cluster local`` on the
+   node-side suites (device-metadata, device-status, device-taints with its hardware faults)
+   with kwok nodes plus drakit's node agent (``DRAKIT_NODE_SIDE=agent``) and with real
+   kubelets, in the same sitting; the ratio kubelet / agent. Cases that need a real kubelet
+   (the ``container`` assertion, restart steps) are left out of both, so both run the same cases.
+
+Progress goes to stderr, figures (or JSON) to stdout. Exit code 1 when a part failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+from drakit.clusters.local.fakedrivers import deploy  # noqa: E402
+from drakit.clusters.local.launcher import LocalCluster, install_sigterm_as_exit  # noqa: E402
+from drakit.fake_driver.kube import Informer, Kube, load_api_client  # noqa: E402
+from drakit.fake_hw.inventory import build_inventory  # noqa: E402
+
+SHAPE = "server-8gpu"
+SUITES = ["conformance/suites/device-metadata", "conformance/suites/device-status", "conformance/suites/device-taints"]
+KUBELET_ONLY = "not container-gets-the-metadata-mount"
+
+
+def log(msg: str) -> None:
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def bench_nodes_and_pods(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    with LocalCluster(progress=log) as cluster:
+        if cluster.real is None:
+            raise SystemExit(f"no real kubelet nodes here: {cluster.real_nodes_reason}")
+        ready = []
+        for i in range(1, args.nodes + 1):
+            name = f"node-{i}"
+            t0 = time.monotonic()
+            cluster.add_kubelet_node(name, build_inventory(SHAPE, name).node_labels())
+            ready.append(time.monotonic() - t0)
+            log(f"{name} Ready in {ready[-1]:.2f} s")
+        out["nodeReadySeconds"] = ready
+        deploy(cluster, [("node-1", SHAPE)], progress=log)
+        kube = Kube(load_api_client(cluster.kubeconfig))
+        ns = "bench"
+        kube.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        kube.request("POST", f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaimtemplates", {
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "gpu"},
+            "spec": {"spec": {"devices": {"requests": [
+                {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}})
+        running: dict[str, float] = {}
+        seen = threading.Condition()
+
+        def on_pod(event: str, pod: dict[str, Any]) -> None:
+            if (pod.get("status") or {}).get("phase") == "Running":
+                with seen:
+                    running.setdefault(pod["metadata"]["name"], time.monotonic())
+                    seen.notify_all()
+
+        informer = Informer(kube, f"/api/v1/namespaces/{ns}/pods", on_pod, name="bench-pods").start()
+        informer.synced.wait(10)
+        created: dict[str, float] = {}
+        try:
+            for b in range(0, args.pods, args.batch):
+                names = [f"p{i}" for i in range(b, min(args.pods, b + args.batch))]
+                for name in names:
+                    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                            "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu"}],
+                                     "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                                                     "resources": {"claims": [{"name": "gpu"}]}}]}}
+                    kube.request("POST", f"/api/v1/namespaces/{ns}/pods", body)
+                    created[name] = time.monotonic()
+                deadline = time.monotonic() + 60
+                with seen:
+                    while not all(n in running for n in names):
+                        if not seen.wait(max(0.0, deadline - time.monotonic())):
+                            raise SystemExit(f"pods not Running after 60 s: {[n for n in names if n not in running]}")
+                for name in names:
+                    kube.request("DELETE", f"/api/v1/namespaces/{ns}/pods/{name}", {"gracePeriodSeconds": 0})
+                # the next batch needs the GPUs back: wait until the claims are gone
+                deadline = time.monotonic() + 60
+                while kube.request("GET", f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims")["items"]:
+                    if time.monotonic() > deadline:
+                        raise SystemExit("claims of deleted pods still there after 60 s")
+                    time.sleep(0.05)
+        finally:
+            informer.stop()
+        lat = [running[n] - created[n] for n in created]
+        out["podRunningSeconds"] = {"n": len(lat), "p50": pct(lat, 50), "p90": pct(lat, 90), "max": max(lat)}
+        # the kubelet retries a failed prepare after its pod-worker backoff: say how often and why
+        failed = [e for e in kube.request("GET", f"/api/v1/namespaces/{ns}/events")["items"]
+                  if e.get("reason") == "FailedPrepareDynamicResources"]
+        out["failedPrepareEvents"] = {"pods": len({(e.get("involvedObject") or {}).get("name") for e in failed}),
+                                      "first": (failed[0].get("message") or "")[:300] if failed else None}
+        rss = {}
+        for name in sorted(cluster.real.nodes):
+            node = cluster.real.nodes[name]
+            rss[name] = round(sum(rss_mib(p.pid) for p in node.procs.values()), 1)
+        out["rssMiBPerNode"] = rss
+    return out
+
+
+def run_suites(mode: str) -> dict[str, Any]:
+    env = {**os.environ, "DRAKIT_NODE_SIDE": mode}
+    with tempfile.TemporaryDirectory(prefix="bench-kubelet-") as out:
+        t0 = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "run", *SUITES, "--backend", "cluster",
+                               "--cluster", "local", "-n", "0", "-k", KUBELET_ONLY, "--out", out, "--plain", "-q"],
+                              cwd=ROOT, env=env, capture_output=True, text=True)
+        wall = time.monotonic() - t0
+        results = json.loads((Path(out) / "results.json").read_text()) if (Path(out) / "results.json").exists() else {}
+    cases = results.get("cases") or []
+    outcomes: dict[str, int] = {}
+    for c in cases:
+        key = str(c.get("outcome") or c.get("status"))
+        outcomes[key] = outcomes.get(key, 0) + 1
+    return {"wallSeconds": wall, "exit": proc.returncode, "outcomes": outcomes}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--nodes", type=int, default=3)
+    ap.add_argument("--pods", type=int, default=50)
+    ap.add_argument("--batch", type=int, default=5)
+    ap.add_argument("--skip-suites", action="store_true")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    install_sigterm_as_exit()
+    figures = bench_nodes_and_pods(args)
+    if not args.skip_suites:
+        for mode in ("agent", "kubelet"):
+            log(f"node-side suites with node side {mode} ...")
+            figures[f"suites-{mode}"] = run_suites(mode)
+        figures["suitesRatioKubeletOverAgent"] = (figures["suites-kubelet"]["wallSeconds"]
+                                                  / figures["suites-agent"]["wallSeconds"])
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        r = figures["nodeReadySeconds"]
+        print(f"node Ready after start: {', '.join(f'{x:.2f}' for x in r)} s (median {statistics.median(r):.2f} s)")
+        p = figures["podRunningSeconds"]
+        print(f"pod create -> Running over {p['n']} pods ({args.batch} at a time): p50 {p['p50']:.3f} s, "
+              f"p90 {p['p90']:.3f} s, max {p['max']:.3f} s")
+        f = figures["failedPrepareEvents"]
+        if f["pods"]:
+            print(f"  {f['pods']} of them waited for the kubelet's retry after FailedPrepareDynamicResources: {f['first']}")
+        print("RSS per node (kubelet + fake CRI): " + ", ".join(f"{n} {v} MiB" for n, v in figures["rssMiBPerNode"].items()))
+        if not args.skip_suites:
+            a, k = figures["suites-agent"], figures["suites-kubelet"]
+            print(f"node-side suites ({', '.join(Path(s).name for s in SUITES)}): kwok + node agent {a['wallSeconds']:.1f} s "
+                  f"{a['outcomes']}, real kubelets {k['wallSeconds']:.1f} s {k['outcomes']}; "
+                  f"ratio kubelet/agent {figures['suitesRatioKubeletOverAgent']:.2f}")
+    ok = args.skip_suites or (figures["suites-agent"]["exit"] == 0 and figures["suites-kubelet"]["exit"] == 0)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

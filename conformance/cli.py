@@ -348,7 +348,13 @@ def cmd_lint(args: argparse.Namespace) -> int:
     if args.vendor:
         kind = "drakit's fake driver" if vendor.fake else "a vendor's own driver"
         print(f"{args.vendor}: vendor profile {vendor.name!r} is valid: {', '.join(vendor.driver_names)} ({kind})")
-    files = sorted({f for p in paths for f in ([p] if p.is_file() else p.rglob("*.case.yaml"))})
+    # a path given is read whatever it is; in folders, every *.case.yaml that is not a folder
+    # (a FIFO or a dangling link is reported by the loader, never waited on or skipped)
+    files = sorted({f for p in paths for f in ([p] if not p.is_dir() else
+                                                 (g for g in p.rglob("*.case.yaml") if not g.is_dir()))})
+    if not files:
+        print(f"drakit lint: no *.case.yaml file in {', '.join(map(str, paths))}", file=sys.stderr)
+        return EXIT_USAGE
     n_cases, n_errors, skipped = 0, 0, {NEEDS_FAKE_DRIVER: 0, "not-applicable": 0}
     vocabulary = frozenset(load_profile())
     ids = CaseIds()

@@ -201,8 +201,8 @@ class CaseFile(pytest.File):
         except Exception as exc:  # noqa: BLE001 - a loader bug: this file errors, the others still run
             from .crash import report_bug
             loaded = LoadResult((), (LoadError(display, None, report_bug(exc, context=f"loading {display}")),))
-        for err in loaded.errors:
-            yield LoadErrorItem.from_parent(self, name=f"load-error[{display}:{err.line or 0}]", error=err)
+        if loaded.errors:
+            yield LoadErrorItem.from_parent(self, name=f"load-error[{display}]", errors=loaded.errors)
         backends = self.config.stash[_BACKENDS]["names"]
         for case in loaded.cases:
             for backend in backends:
@@ -244,12 +244,18 @@ class CaseItem(pytest.Item):
         return CaseFailed(summary)
 
     def setup(self) -> None:
+        self._setup_failure: str | None = None
         try:
             backend = _backend(self.config, self.backend)
             self._record_environment(backend)
             unmet = vendor_unmet(self.case, self.config.stash[_VENDOR]) or backend.unmet(self.case)
+        except pytest.exit.Exception:  # the backend cannot serve any case: the session stops, one line said
+            raise
         except Exception as exc:  # noqa: BLE001 - any harness failure becomes this case's error
-            raise self._error(f"harness: the {self.backend} backend is not available: {_one_line(exc)}") from None
+            # failed in runtest, where the item's own one-line rendering applies (a setup
+            # failure would be rendered by pytest, traceback and all)
+            self._setup_failure = f"harness: the {self.backend} backend is not available: {_one_line(exc)}"
+            return
         if unmet:
             self._record(outcome="skipped")
             pytest.skip(f"[{unmet[0]}] {unmet[1]}")
@@ -266,6 +272,8 @@ class CaseItem(pytest.Item):
                                                                        "environment": describe()}, default=str)))
 
     def runtest(self) -> None:
+        if getattr(self, "_setup_failure", None):
+            raise self._error(self._setup_failure)
         try:
             session = _backend(self.config, self.backend).open(self.case)
         except Exception as exc:  # noqa: BLE001 - any harness failure becomes this case's error
@@ -305,17 +313,25 @@ class CaseItem(pytest.Item):
 
 
 class LoadErrorItem(pytest.Item):
-    def __init__(self, *, error: LoadError, **kw: Any) -> None:
+    """The problems of one case file that did not (wholly) load: one results entry per file,
+    whose id is the file; the summary is the first problem, the detail lists them all."""
+
+    def __init__(self, *, errors: tuple[LoadError, ...], **kw: Any) -> None:
         super().__init__(**kw)
-        self.error = error
+        self.errors = errors
+        self.error = errors[0]
 
     def runtest(self) -> None:
-        self.user_properties.append(("drakit", json.dumps({
+        summary = str(self.error)
+        if len(self.errors) > 1:
+            summary += f" (and {len(self.errors) - 1} more problems in this file)"
+        detail = "\n".join(str(e) for e in self.errors) if len(self.errors) > 1 else ""
+        self.user_properties.append(("drakit", json.dumps(bound_strings({
             "id": self.error.file, "backend": "-", "title": "case file could not be loaded", "description": "",
             "features": [], "profile": "required", "file": self.error.file, "line": self.error.line or 0, "steps": [],
-            "outcome": "error", "failure": {"summary": str(self.error), "detail": "", "yaml": None, "expected": None,
-                                            "actual": None, "diff": None, "diagnostics": None}})))
-        raise CaseFailed(str(self.error))
+            "outcome": "error", "failure": {"summary": summary, "detail": detail, "yaml": None, "expected": None,
+                                            "actual": None, "diff": None, "diagnostics": None}}))))
+        raise CaseFailed("\n".join([summary] + [str(e) for e in self.errors[1:]]))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         return str(excinfo.value)

@@ -1,0 +1,373 @@
+"""The bad-input corpus: each row one input, the exit code a user gets, and the one line.
+
+``CASE_FILES`` are case files (``drakit lint FILE``, and all together beside a valid case in one
+``drakit run``); ``COMMANDS`` are whole command lines over other inputs (results files, vendor
+profiles, kubeconfigs, checkpoints, options). In ``line`` (a regular expression searched in the
+command's output), ``{file}`` stands for the input's path and ``{dir}`` for the corpus folder.
+The gRPC requests to the fake driver are in ``tests/node/test_hostile_grpc.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Union
+
+Content = Union[str, bytes, Callable[[Path], None]]
+
+VALID = """\
+id: hostile/valid
+title: the valid case beside the bad ones
+features: [core]
+hardware:
+  nodes:
+    - {name: node-a, shape: small-1gpu}
+steps:
+  - apply:
+      apiVersion: resource.k8s.io/v1
+      kind: ResourceClaim
+      metadata: {name: c}
+      spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: "${class.gpu}"}}]}}
+  - expect:
+      - notAllocated: {claim: c}
+"""
+
+# a case that would load, with markers to replace
+BASE = """\
+id: hostile/NAME
+title: a bad input
+features: [core]
+steps:
+  - apply:
+      apiVersion: resource.k8s.io/v1
+      kind: ResourceClaim
+      metadata: {name: c}
+      spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: "CLASS"}}]}}
+  - expect:
+      - object: {kind: ResourceClaim, name: c, match: MATCH}
+"""
+
+
+def base(name: str, *, cls: str = "${class.gpu}", match: str = "{}", extra: str = "") -> str:
+    return BASE.replace("NAME", name).replace("CLASS", cls).replace("MATCH", match) + extra
+
+
+def bomb(levels: int = 9, anchor_first: str = "a") -> str:
+    """The billion-laughs document: nine levels of nine aliases each."""
+    lines = [f'{anchor_first}0: &{anchor_first}0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for i in range(1, levels + 1):
+        refs = ", ".join([f"*{anchor_first}{i - 1}"] * 9)
+        lines.append(f"{anchor_first}{i}: &{anchor_first}{i} [{refs}]")
+    return "\n".join(lines) + "\n"
+
+
+def _big(size: int) -> Callable[[Path], None]:
+    def write(path: Path) -> None:
+        line = "# " + "x" * 1021 + "\n"  # 1 KiB a line
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(VALID.replace("hostile/valid", "hostile/big"))
+            for _ in range(size // 1024):
+                f.write(line)
+    return write
+
+
+def _many_errors(path: Path) -> None:
+    path.write_text("".join(f"---\nid: bad/{i}\n" for i in range(5000)), encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class CaseFile:
+    name: str  # the file is <name>.case.yaml
+    content: Content
+    line: str  # regex; {file} is the file's path
+    code: int = 2  # drakit lint's exit code
+    errors: int | None = 1  # problems lint reports for the file (None: lint reports no count)
+    in_run: bool = True  # False: not a regular file, which pytest's collection passes over
+    with_valid: bool = False  # linted together with the valid case (a problem of two files)
+
+
+def _fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def _loop(path: Path) -> None:
+    path.symlink_to(path.name)  # a link to itself
+
+
+Y = r"{file}:(\d+): "  # any line
+
+CASE_FILES: tuple[CaseFile, ...] = (
+    # -- limits ----------------------------------------------------------------------------------
+    CaseFile("alias-bomb", "id: hostile/bomb\n" + bomb(),
+             r"{file}:7: YAML: aliases expand to more than 100,000 nodes \(the limit; an alias bomb\?\)"),
+    CaseFile("alias-bomb-in-match", base("bomb-in-match", match="*a9", extra="").replace("id:", bomb() + "id:", 1),
+             r"{file}:\d+: YAML: aliases expand to more than 100,000 nodes"),
+    CaseFile("alias-bomb-in-merge-keys", "a: &a {x: 1, y: 2}\n" + "".join(
+        f"b{i}: &b{i} {{<<: [{', '.join(['*a' if i == 0 else f'*b{i - 1}'] * 9)}]}}\n" for i in range(12)),
+        r"{file}:\d+: YAML: aliases expand to more than 100,000 nodes"),
+    CaseFile("recursive-alias", "id: &x [*x]\n", r"{file}:1: YAML: alias \*x refers to a node that contains it"),
+    CaseFile("deep-flow-20000", "id: " + "[" * 20000 + "]" * 20000 + "\n",
+             r"{file}:1: YAML: nested deeper than 100 levels \(the limit\)"),
+    CaseFile("deep-block-150", "".join("  " * i + "k:\n" for i in range(150)) + "  " * 150 + "v\n",
+             r"{file}:100: YAML: nested deeper than 100 levels \(the limit\)"),
+    CaseFile("deep-inside-match", base("deep-match", match="[" * 120 + "]" * 120),
+             r"{file}:11: YAML: nested deeper than 100 levels \(the limit\)"),
+    CaseFile("deep-through-alias", "a: &a " + "[" * 60 + "1" + "]" * 60 + "\nb: " + "[" * 60 + "*a" + "]" * 60 + "\n",
+             r"{file}:2: YAML: nested deeper than 100 levels \(the limit\)"),
+    CaseFile("size-51MB", _big(51 << 20),
+             r"{file}:1: the file is 51\.0 MiB, over the case-file size limit of 1 MiB \(--max-case-size raises it\); not loaded"),
+    CaseFile("size-1MiB-and-a-bit", _big((1 << 20) + 2048),
+             r"{file}:1: the file is 1\.0 MiB, over the case-file size limit of 1 MiB"),
+    CaseFile("errors-5000", _many_errors, r"{file}:\d+: 4,951 more problems from this line on \(not shown\)", errors=50),
+    CaseFile("a-fifo", _fifo, r"{file}: not a regular file", in_run=False),
+    CaseFile("a-link-to-itself", _loop, r"drakit: no such file or folder: {file}", in_run=False, errors=None),
+    # -- YAML ------------------------------------------------------------------------------------
+    CaseFile("empty", "", r"{file}:1: no case in this file \(it is empty\)"),
+    CaseFile("only-comments", "# a case will go here\n\n# later\n",
+             r"{file}:1: no case in this file \(it holds only comments or blank documents\)"),
+    CaseFile("only-separators", "---\n---\n", r"{file}:2: a case document must be a mapping", errors=2),
+    CaseFile("a-list", "- id: x\n- title: y\n", r"{file}:1: a case document must be a mapping"),
+    CaseFile("a-scalar", "just words\n", r"{file}:1: a case document must be a mapping"),
+    CaseFile("unclosed-flow", "id: x\ntitle: [unclosed\nfeatures: [core]\n",
+             r"{file}:3: YAML: while parsing a flow sequence"),
+    CaseFile("tab-indent", "id: x\nsteps:\n\t- advance: 1s\n", r"{file}:3: YAML: while scanning for the next token found character that cannot start any token"),
+    CaseFile("bad-utf8", b"id: x\ntitle: \xff\xfe\n", r"{file}: cannot read: 'utf-8' codec can't decode byte 0xff"),
+    CaseFile("nul-byte", "id: x\ntitle: a\x00b\n", r"{file}:2: YAML: unacceptable character #x0000"),
+    CaseFile("duplicate-key", base("dupkey").replace("title: a bad input", "title: a\ntitle: b"),
+             r"{file}:3: YAML: duplicate key 'title'"),
+    CaseFile("duplicate-anchor", "a: &x 1\nb: &x 2\n", r"{file}:2: YAML: found duplicate anchor 'x' \(first at line 1\)"),
+    CaseFile("undefined-alias", "id: *nowhere\n", r"{file}:1: YAML: found undefined alias 'nowhere'"),
+    CaseFile("unknown-tag", "id: !include other.yaml\n", r"{file}:1: YAML: could not determine a constructor for the tag '!include'"),
+    CaseFile("python-tag", "id: !!python/object/apply:os.system [echo hi]\n",
+             r"{file}:1: YAML: could not determine a constructor for the tag 'tag:yaml.org,2002:python/object/apply:os.system'"),
+    CaseFile("set-tag", "id: !!set {a, b}\n", r"{file}:1: YAML: unsupported YAML tag !!set"),
+    CaseFile("binary-tag", "id: !!binary aGVsbG8=\n", r"{file}:1: YAML: unsupported YAML tag !!binary"),
+    CaseFile("huge-integer", "id: x\ncount: " + "9" * 5000 + "\n", r"{file}:2: YAML: integer of 5,000 characters: too long to read"),
+    CaseFile("complex-key", "? [a, b]\n: 1\n", r"{file}:1: YAML: unsupported mapping key \['a', 'b'\]"),
+    CaseFile("null-key", "~: 1\n", r"{file}:1: YAML: unsupported mapping key None"),
+    # -- schema ----------------------------------------------------------------------------------
+    CaseFile("missing-id", base("x").replace("id: hostile/x\n", ""), r"{file}:1: <root>: 'id' is a required property"),
+    CaseFile("bad-id", base("x").replace("hostile/x", "Hostile/Has Spaces"), r"{file}:1: id: 'Hostile/Has Spaces' does not match"),
+    CaseFile("long-id", base("x").replace("hostile/x", "a" * 121), r"{file}:1: id: 'a{121}' is too long"),
+    CaseFile("unknown-top-field", base("unknown-field") + "colour: blue\n", r"{file}:12: colour: unknown field \(allowed: "),
+    CaseFile("unknown-step-field", base("step-field").replace("  - apply:", "  - aply:"),
+             r"{file}:5: steps\[0\]\.aply: unknown field"),
+    CaseFile("features-not-a-list", base("features").replace("features: [core]", "features: core"),
+             r"{file}:3: features: 'core' is not of type 'array'"),
+    CaseFile("no-steps", base("nosteps").split("steps:")[0], r"{file}:1: <root>: 'steps' is a required property"),
+    CaseFile("bad-duration", base("duration") + "  - advance: 5 parsecs\n", r"{file}:12: steps\[2\]\.advance: '5 parsecs' does not match"),
+    CaseFile("unknown-assertion", base("assertion").replace("- object: {kind: ResourceClaim, name: c, match: {}}",
+                                                             "- podIsHappy: {pod: p}"),
+             r"{file}:\d+: steps\[1\]\.expect\[0\]"),
+    CaseFile("bad-profile", base("profile") + "profile: sometimes\n", r"{file}:12: profile: 'sometimes' is not one of \['required', 'optional'\]"),
+    CaseFile("bad-backend", base("backend") + "backends: [mainframe]\n", r"{file}:12: backends\[0\]: 'mainframe' is not one of"),
+    CaseFile("title-a-map", base("title").replace("title: a bad input", "title: {a: 1}"), r"{file}:2: title: \{'a': 1\} is not of type 'string'"),
+    CaseFile("huge-string-in-schema-error", base("hugestr").replace("title: a bad input", "title: [" + "x" * 100_000 + "]"),
+             r"{file}:2: title: \['x{300,400}\.\.\. \([\d,]+ more characters\)$"),
+    # -- corpus ----------------------------------------------------------------------------------
+    CaseFile("duplicate-id-in-file", VALID.replace("hostile/valid", "hostile/twice") + "---\n"
+             + VALID.replace("hostile/valid", "hostile/twice"),
+             r"{file}:1 and {file}:16: id 'hostile/twice' defined twice"),
+    CaseFile("duplicate-id-across-files", VALID,
+             r"{dir}/a-valid\.case\.yaml:1 and {file}:1: id 'hostile/valid' defined twice", with_valid=True),
+    CaseFile("unknown-feature", base("feature").replace("[core]", "[core, teleportation]"),
+             r"{file}:3: features\[1\]: unknown feature 'teleportation'; known: core, "),
+    CaseFile("unknown-gate", base("gate") + "featureGates: {DRAEverything: true}\n",
+             r"{file}:12: featureGates\.DRAEverything: unknown feature gate 'DRAEverything'"),
+    CaseFile("unknown-shape", base("shape") + "hardware:\n  nodes:\n    - {name: node-a, shape: server-9gpu}\n",
+             r"{file}:14: hardware\.nodes\[0\]\.shape: unknown shape 'server-9gpu' \(bundled: "),
+    CaseFile("shape-file-missing", base("shapefile") + "hardware:\n  nodes:\n    - {name: node-a, shape: ./nowhere.yaml}\n",
+             r"{file}:14: hardware\.nodes\[0\]\.shape: nowhere\.yaml: cannot read shape file"),
+    CaseFile("duplicate-node", base("nodes") + "hardware:\n  nodes:\n    - {name: n1, shape: small-1gpu}\n"
+             "    - {name: n1, shape: small-1gpu}\n", r"{file}:13: hardware\.nodes: node names must be unique"),
+    # -- placeholders ----------------------------------------------------------------------------
+    CaseFile("unknown-role", base("role", cls="${class.quantum}"),
+             r"{file}:9: steps\[0\]\.apply\.spec\.devices\.requests\[0\]\.exactly\.deviceClassName: unknown placeholder \$\{class\.quantum\}"),
+    CaseFile("unknown-placeholder-kind", base("placeholder", cls="${colour.gpu}"),
+             r"{file}:9: .*unknown placeholder \$\{colour\.gpu\}"),
+    CaseFile("placeholder-in-key", base("keyph", match='{metadata: {labels: {"${nope.x}": y}}}'),
+             r"{file}:11: .*unknown placeholder \$\{nope\.x\}"),
+    # -- manifests and CEL -----------------------------------------------------------------------
+    CaseFile("cel-syntax", base("cel").replace('exactly: {deviceClassName: "${class.gpu}"}',
+                                               'exactly: {deviceClassName: "${class.gpu}", selectors: [{cel: {expression: "device.driver =="}}]}'),
+             r"{file}:9: steps\[0\]\.apply\.spec\.devices\.requests\[0\]\.exactly\.selectors\[0\]\.cel\.expression: compilation failed"),
+    CaseFile("cel-not-bool", base("celtype").replace('exactly: {deviceClassName: "${class.gpu}"}',
+                                                    'exactly: {deviceClassName: "${class.gpu}", selectors: [{cel: {expression: "1 + 1"}}]}'),
+             r"{file}:9: .*selectors\[0\]\.cel\.expression: .*bool"),
+    CaseFile("cel-too-long", base("cellong").replace('exactly: {deviceClassName: "${class.gpu}"}',
+                                                    'exactly: {deviceClassName: "${class.gpu}", selectors: [{cel: {expression: "'
+                                                    + " || ".join(["true"] * 3000) + '"}}]}'),
+             r"{file}:9: .*selectors\[0\]\.cel\.expression: "),
+    CaseFile("request-name", base("reqname").replace("name: gpu,", "name: GPU_0,"),
+             r"{file}:9: steps\[0\]\.apply\.spec\.devices\.requests\[0\]\.name: must be a DNS label"),
+    CaseFile("count-too-big", base("count").replace('exactly: {deviceClassName: "${class.gpu}"}',
+                                                   'exactly: {deviceClassName: "${class.gpu}", count: -1}'),
+             r"{file}:9: .*exactly\.count: must be greater than zero"),
+    CaseFile("unknown-kind", base("kind").replace("kind: ResourceClaim\n      metadata", "kind: Spaceship\n      metadata"),
+             r"{file}:7: steps\[0\]\.apply\.kind: unsupported object Spaceship"),
+    CaseFile("manifest-without-name", base("noname").replace("metadata: {name: c}", "metadata: {}"),
+             r"{file}:8: steps\[0\]\.apply\.metadata"),
+    CaseFile("manifest-a-string", base("mstring").replace(
+        "      apiVersion: resource.k8s.io/v1\n      kind: ResourceClaim\n      metadata: {name: c}\n"
+        "      spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: \"${class.gpu}\"}}]}}\n",
+        "      just a string\n"), r"{file}:5: steps\[0\]\.apply: "),
+)
+
+
+# -- other inputs: whole command lines ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    files: dict[str, Content]  # written into <dir>/<name>/ before the batch runs
+    argv: tuple[str, ...]  # {d} is that folder; {valid} the valid case file
+    line: str  # regex searched in stdout + stderr; {d} is that folder
+    code: int
+
+
+def _results(**changes: object) -> str:
+    """A small valid results.json with *changes* applied at the top level."""
+    doc = json.loads(VALID_RESULTS)
+    doc.update(changes)
+    return json.dumps(doc)
+
+
+def _checkpoint(claims: object, *, checksum: int | None = None) -> str:
+    canonical = json.dumps(claims, sort_keys=True, separators=(",", ":")).encode()
+    return json.dumps({"kind": "DrakitPluginCheckpoint", "version": 1,
+                       "checksum": zlib.crc32(canonical) if checksum is None else checksum, "claims": claims})
+
+
+def _agent_checkpoint(data: str, *, checksum: int | None = None) -> str:
+    return json.dumps({"Data": data, "Checksum": zlib.crc32(data.encode()) if checksum is None else checksum})
+
+
+KUBECONFIG_OK = """\
+apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: not-a-secret}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+"""
+
+VALID_RESULTS = (Path(__file__).parents[1] / "fixtures" / "results" / "all-passed.json").read_text(encoding="utf-8")
+FIRST_ID = json.loads(VALID_RESULTS)["cases"][0]["id"]
+FIRST_BACKEND = json.loads(VALID_RESULTS)["cases"][0]["backend"]
+
+SERVE = ("driver", "serve", "--driver", "gpu.acme.example.com", "--node", "n1", "--plugin-dir", "{d}/p",
+         "--registry-dir", "{d}/r", "--cdi-dir", "{d}/c")
+SERVE_CLAIMS = SERVE + ("--claims", "{d}/claims.json")
+CP = "p/gpu.acme.example.com/checkpoint.json"
+AGENT = ("node-agent", "--registry-dir", "{d}/r", "--node", "n1", "--state-dir", "{d}/s", "--driver-wait", "0")
+AGENT_CP = "s/dra_manager_state"
+KUBECONFIG_RUN = ("run", "{valid}", "--backend", "cluster", "--out", "{d}/out", "--kubeconfig", "{d}/kubeconfig")
+VENDOR_LINT = ("lint", "{valid}", "--vendor", "{d}/vendor.yaml")
+VENDOR_OK = """\
+apiVersion: drakit.dev/v1
+kind: VendorProfile
+"""
+
+COMMANDS: tuple[Command, ...] = (
+    # -- results files for drakit report ------------------------------------------------------
+    Command("report-empty", {"r.json": ""}, ("report", "{d}/r.json"), r"drakit: {d}/r\.json:1:1: not valid JSON: Expecting value", 2),
+    Command("report-truncated", {"r.json": lambda p: p.write_text(VALID_RESULTS[:300])}, ("report", "{d}/r.json"),
+            r"drakit: {d}/r\.json:\d+:\d+: not valid JSON: ", 2),
+    Command("report-deep", {"r.json": "[" * 100_000}, ("report", "{d}/r.json"),
+            r"drakit: {d}/r\.json: nested deeper than 100 levels: not a drakit results file", 2),
+    Command("report-deep-object", {"r.json": '{"a":' * 200 + "1" + "}" * 200}, ("report", "{d}/r.json"),
+            r"drakit: {d}/r\.json: nested deeper than 100 levels", 2),
+    Command("report-a-list", {"r.json": "[]"}, ("report", "{d}/r.json"), r"drakit: {d}/r\.json: \$: expected a JSON object, found list", 2),
+    Command("report-other-json", {"r.json": '{"a": 1}'}, ("report", "{d}/r.json"),
+            r"drakit: {d}/r\.json: \$\.schemaVersion: unsupported schema version None", 2),
+    Command("report-binary", {"r.json": b"\xff\xfe\x00"}, ("report", "{d}/r.json"), r"drakit: {d}/r\.json: not UTF-8 text", 2),
+    Command("report-bad-status", {"r.json": lambda p: p.write_text(_results(cases=[{**json.loads(VALID_RESULTS)["cases"][0], "status": "weird"}]))},
+            ("report", "{d}/r.json"), r"drakit: {d}/r\.json: \$\.cases\[0\]\.status: 'weird' is not one of", 2),
+    Command("report-no-verdict", {"r.json": lambda p: p.write_text(json.dumps({k: v for k, v in json.loads(VALID_RESULTS).items() if k != "verdict"}))},
+            ("report", "{d}/r.json"), r"drakit: {d}/r\.json: \$: 'verdict' is a required property", 2),
+    Command("report-case-twice", {"r.json": lambda p: p.write_text(_results(cases=json.loads(VALID_RESULTS)["cases"] * 2))},
+            ("report", "{d}/r.json"), rf"drakit: {{d}}/r\.json: \$\.cases\[\d+\]: case '{FIRST_ID}' on backend '{FIRST_BACKEND}' appears twice", 2),
+    Command("report-a-folder", {"r.json/x": ""}, ("report", "{d}/r.json"), r"drakit: {d}/r\.json: cannot read: Is a directory", 2),
+    Command("report-missing", {}, ("report", "{d}/nothing.json"), r"drakit: {d}/nothing\.json: cannot read: No such file or directory", 2),
+    Command("report-merge-deep", {"r.json": lambda p: p.write_text(VALID_RESULTS), "m.json": "[" * 100_000},
+            ("report", "{d}/r.json", "--merge", "{d}/m.json"), r"drakit: --merge {d}/m\.json: nested too deep to be drakit results", 2),
+    Command("report-merge-not-cases", {"r.json": lambda p: p.write_text(VALID_RESULTS), "m.json": "[1, 2]"},
+            ("report", "{d}/r.json", "--merge", "{d}/m.json"), r"drakit: --merge {d}/m\.json: cases: \$\[\d\]: \d is not of type 'object'", 2),
+    Command("report-merge-half-case", {"r.json": lambda p: p.write_text(VALID_RESULTS), "m.json": '[{"id": "x", "backend": "node-plugin"}]'},
+            ("report", "{d}/r.json", "--merge", "{d}/m.json"), r"drakit: --merge {d}/m\.json: cases: \$\[0\]: '\w+' is a required property", 2),
+    Command("report-compare-deep", {"r.json": lambda p: p.write_text(VALID_RESULTS), "old.json": "[" * 5000},
+            ("report", "--compare", "{d}/old.json", "{d}/r.json"), r"drakit: {d}/old\.json: nested deeper than 100 levels", 2),
+    # -- vendor profiles ----------------------------------------------------------------------
+    Command("vendor-missing", {}, ("lint", "{valid}", "--vendor", "{d}/nowhere.yaml"), r"nowhere\.yaml", 2),
+    Command("vendor-empty", {"vendor.yaml": ""}, VENDOR_LINT, r"{d}/vendor\.yaml", 2),
+    Command("vendor-bad-yaml", {"vendor.yaml": "name: [unclosed\n"}, VENDOR_LINT, r"{d}/vendor\.yaml:2: invalid YAML: while parsing a flow sequence", 2),
+    Command("vendor-alias-bomb", {"vendor.yaml": bomb()}, VENDOR_LINT,
+            r"{d}/vendor\.yaml:6: invalid YAML: aliases expand to more than 100,000 nodes", 2),
+    Command("vendor-deep", {"vendor.yaml": "a: " + "[" * 5000 + "]" * 5000 + "\n"}, VENDOR_LINT,
+            r"{d}/vendor\.yaml:1: invalid YAML: nested deeper than 100 levels", 2),
+    Command("vendor-a-list", {"vendor.yaml": "- a\n- b\n"}, VENDOR_LINT, r"{d}/vendor\.yaml:1: ", 2),
+    Command("vendor-unknown-field", {"vendor.yaml": "name: acme\nflavour: mint\n"}, VENDOR_LINT, r"{d}/vendor\.yaml:\d+: ", 2),
+    # -- kubeconfigs (drakit run --backend cluster) -------------------------------------------
+    Command("kubeconfig-missing", {}, KUBECONFIG_RUN, r"{d}/kubeconfig", 2),
+    Command("kubeconfig-empty", {"kubeconfig": ""}, KUBECONFIG_RUN, r"{d}/kubeconfig", 2),
+    Command("kubeconfig-not-yaml", {"kubeconfig": "apiVersion: [v1\n"}, KUBECONFIG_RUN, r"{d}/kubeconfig", 2),
+    Command("kubeconfig-alias-bomb", {"kubeconfig": bomb()}, KUBECONFIG_RUN, r"{d}/kubeconfig", 2),
+    Command("kubeconfig-no-context", {"kubeconfig": "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n"},
+            KUBECONFIG_RUN, r"{d}/kubeconfig", 2),
+    Command("kubeconfig-unknown-context", {"kubeconfig": KUBECONFIG_OK}, KUBECONFIG_RUN + ("--context", "nope"), r"nope", 2),
+    Command("kubeconfig-unreachable", {"kubeconfig": KUBECONFIG_OK}, KUBECONFIG_RUN,
+            r"drakit: cluster backend: cannot reach the API server of context 'x' \(kubeconfig {d}/kubeconfig\)", 2),
+    # -- checkpoints ----------------------------------------------------------------------------
+    Command("checkpoint-garbage", {CP: "garbage", "claims.json": "[]"}, SERVE_CLAIMS,
+            r"drakit driver serve: {d}/p/gpu\.acme\.example\.com/checkpoint\.json: unreadable checkpoint: .*; not started: "
+            r"the driver will not guess which claims it prepared", 1),
+    Command("checkpoint-checksum", {CP: _checkpoint({}, checksum=1), "claims.json": "[]"}, SERVE_CLAIMS,
+            r"{d}/p/gpu\.acme\.example\.com/checkpoint\.json: checksum mismatch \(file corrupted\); not started", 1),
+    Command("checkpoint-truncated", {CP: _checkpoint({"uid-1": {"namespace": "ns", "name": "c", "devices": []}})[:40],
+                                     "claims.json": "[]"}, SERVE_CLAIMS, r"checkpoint\.json: unreadable checkpoint: .*; not started", 1),
+    Command("checkpoint-wrong-kind", {CP: json.dumps({"kind": "Other", "version": 7}), "claims.json": "[]"}, SERVE_CLAIMS,
+            r"checkpoint\.json: not a version 1 plugin checkpoint; not started", 1),
+    Command("checkpoint-bad-entries", {CP: _checkpoint({"uid-1": 5}), "claims.json": "[]"}, SERVE_CLAIMS,
+            r"checkpoint\.json: unreadable checkpoint: .*; not started", 1),
+    Command("agent-checkpoint-garbage", {AGENT_CP: "{{{", "claims.json": "[]"}, AGENT + ("--prepare", "{d}/claims.json"),
+            r"drakit node-agent: {d}/s/dra_manager_state: not JSON: .*; not started", 1),
+    Command("agent-checkpoint-checksum", {AGENT_CP: _agent_checkpoint("{}", checksum=7), "claims.json": "[]"},
+            AGENT + ("--prepare", "{d}/claims.json"), r"dra_manager_state: checksum mismatch \(file corrupted\); not started", 1),
+    Command("agent-checkpoint-entries", {AGENT_CP: _agent_checkpoint(json.dumps({"kind": "DRACheckpoint",
+             "apiVersion": "checkpoint.dra.kubelet.k8s.io/v1", "Entries": [{"ClaimUID": "u"}]})), "claims.json": "[]"},
+            AGENT + ("--prepare", "{d}/claims.json"), r"dra_manager_state: unreadable entries: KeyError: .*; not started", 1),
+    # -- missing config and bad claims files -------------------------------------------------------
+    Command("serve-no-claims-source", {}, SERVE, r"drakit driver serve: no claims to read: not in a pod and no usable "
+            r"kubeconfig .*; give --claims FILE, --kubeconfig PATH or --in-cluster", 2),
+    Command("serve-claims-missing", {}, SERVE + ("--claims", "{d}/nowhere"),
+            r"drakit driver serve: --claims {d}/nowhere: no such claims file or folder", 2),
+    Command("serve-unknown-shape", {"claims.json": "[]"}, SERVE_CLAIMS + ("--hardware", "server-9gpu"),
+            r"drakit driver serve: unknown shape 'server-9gpu'", 2),
+    Command("serve-bad-kubeconfig", {"kubeconfig": "kind: [\n"}, SERVE + ("--kubeconfig", "{d}/kubeconfig"),
+            r"drakit driver serve: cannot load kubeconfig {d}/kubeconfig", 2),
+    Command("agent-claims-bomb", {"claims.yaml": bomb()}, AGENT + ("--prepare", "{d}/claims.yaml"),
+            r"drakit node-agent: {d}/claims\.yaml: not valid JSON/YAML: line 6: aliases expand to more than 100,000 nodes", 2),
+    Command("agent-claims-deep-json", {"claims.json": "[" * 100_000}, AGENT + ("--prepare", "{d}/claims.json"),
+            r"drakit node-agent: {d}/claims\.json: nested too deep to hold claims", 2),
+    Command("agent-claims-binary", {"claims.yaml": b"\xff\xfe"}, AGENT + ("--prepare", "{d}/claims.yaml"),
+            r"drakit node-agent: {d}/claims\.yaml: not UTF-8 text", 2),
+    # -- options and paths ------------------------------------------------------------------------
+    Command("run-missing-path", {}, ("run", "{d}/nowhere", "--out", "{d}/out"), r"drakit: no such file or folder: {d}/nowhere", 2),
+    Command("run-bad-max-case-size", {}, ("run", "{valid}", "--out", "{d}/out", "--max-case-size", "lots"),
+            r"--max-case-size: 'lots' is not a size \(use e\.g\. 2000000, 512KiB, 4MiB\)", 2),
+    Command("run-max-case-size-admits", {"big.case.yaml": _big(2 << 20)}, ("lint", "{d}/big.case.yaml", "--max-case-size", "4MiB"),
+            r"1 files, 1 cases, 0 errors", 0),
+    Command("run-unknown-backend", {}, ("run", "{valid}", "--out", "{d}/out", "--backend", "mainframe"), r"mainframe", 2),
+    Command("run-bad-gates", {}, ("run", "{valid}", "--out", "{d}/out", "--feature-gates", "DRAEverything=maybe"), r"DRAEverything", 2),
+    Command("lint-bad-max-case-size", {}, ("lint", "{valid}", "--max-case-size", "-5"), r"--max-case-size: '-5' is not a size", 2),
+    Command("lint-missing-path", {}, ("lint", "{d}/nowhere"), r"drakit: no such file or folder: {d}/nowhere", 2),
+    Command("lint-folder-without-cases", {"x/notes.txt": "no case here\n"}, ("lint", "{d}/x"),
+            r"drakit lint: no \*\.case\.yaml file in {d}/x", 2),
+    Command("report-no-arguments", {}, ("report",), r"drakit report: give either RESULTS\.json", 2),
+    Command("features-extra-argument", {}, ("features", "--colour"), r"--colour", 2),
+    Command("unknown-command", {}, ("teleport",), r"teleport", 2),
+)
+

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -49,11 +50,22 @@ class LoadError(Exception):
         where = f"{self.file}:{self.line}" if self.line else self.file
         if self.first:
             where = f"{self.first} and {where}"
-        message = " ".join(self.message.split())
+        message = _visible(" ".join(self.message.split()))
         if len(message) > self.MAX_MESSAGE:
             message = f"{message[:self.MAX_MESSAGE]}... ({len(message) - self.MAX_MESSAGE:,} more characters)"
-        path = self.path if self.path is None or len(self.path) <= self.MAX_MESSAGE else self.path[:self.MAX_MESSAGE] + "..."
-        return f"{where}: {path}: {message}" if path else f"{where}: {message}"
+        path = None if self.path is None else _visible(self.path)
+        if path is not None and len(path) > self.MAX_MESSAGE:
+            path = path[:self.MAX_MESSAGE] + "..."
+        return f"{_visible(where)}: {path}: {message}" if path else f"{_visible(where)}: {message}"
+
+
+# control characters (a newline in a key, a terminal escape) and bidi overrides, shown escaped
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _visible(text: str) -> str:
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                        else f"\\u{ord(m.group()):04x}", text)
 
 
 class ApiRejected(Exception):

@@ -150,6 +150,10 @@ def _schema_error(doc: Any, file: str, start: int) -> LoadError | None:
     best = _deepest(best)
     path = tuple(best.absolute_path)
     msg = best.message
+    if best.validator in ("maxItems", "minItems", "maxLength", "minLength") and isinstance(best.instance, (list, str)):
+        what = "items" if isinstance(best.instance, list) else "characters"
+        bound = "at most" if best.validator.startswith("max") else "at least"
+        msg = f"must have {bound} {best.validator_value} {what}, got {len(best.instance):,}"
     if best.validator == "additionalProperties":
         extra = [k for k in (best.instance or {}) if k not in (best.schema.get("properties") or {})]
         if extra:
@@ -177,8 +181,8 @@ def _load_case(doc: Any, file: str, start: int, end: int, source: tuple[str, ...
     doc = resolve(doc, profile, lambda p, k: unknown.append((p, k)))
     for p, key in unknown:
         if vocabulary is None or key not in vocabulary:
-            raise LoadError(file, line_of(doc, p) or start, f"unknown placeholder ${{{key}}} (not in the vendor profile)",
-                            format_path(p))
+            raise LoadError(file, line_of(doc, p) or start,
+                            f"unknown placeholder ${{{key}}} ({_placeholder_problem(key, profile)})", format_path(p))
     unresolved = tuple(dict.fromkeys(key for _, key in unknown))
     for i, f in enumerate(doc["features"]):
         if f not in BY_ID:
@@ -208,6 +212,19 @@ def _load_case(doc: Any, file: str, start: int, end: int, source: tuple[str, ...
         nodes=nodes, install_classes=bool(hw.get("classes", True)), steps=steps, file=file, line=start,
         end_line=end, source=source, needs=derive_needs(doc, start), unresolved=unresolved,
     )
+
+
+def _placeholder_problem(key: str, profile: Mapping[str, str]) -> str:
+    """Why a placeholder is unknown: its kind, its vendor role, or its key within the role."""
+    kind, _, rest = key.partition(".")
+    kinds = sorted({k.split(".", 1)[0] for k in profile if "." in k})
+    if kind not in kinds:
+        return f"not in the vendor profile: kinds are {', '.join(kinds)} and ${{namespace}}"
+    role = rest.split(".", 1)[0]
+    roles = sorted({k.split(".")[1] for k in profile if k.startswith(kind + ".") and k.count(".") >= 1})
+    if role not in roles:
+        return f"not in the vendor profile: no {kind} for role {role!r}; roles: {', '.join(roles)}"
+    return "not in the vendor profile"
 
 
 @functools.lru_cache(maxsize=64)

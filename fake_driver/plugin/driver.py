@@ -50,6 +50,21 @@ class ClaimRef:
         return f"{self.namespace}/{self.name}"
 
 
+# what a claim reference can hold: a namespace is a DNS label, a name a DNS subdomain, a UID a
+# UUID (room to spare); longer ones are refused before they reach a message, a path or a lock
+_REF_LIMITS = (("namespace", 63), ("name", 253), ("uid", 128))
+
+
+def _check_ref(ref: ClaimRef) -> None:
+    for field_name, limit in _REF_LIMITS:
+        value = getattr(ref, field_name)
+        if len(value) > limit:
+            raise ClaimError(f"claim {field_name} of {len(value):,} characters: longer than a Kubernetes "
+                             f"{field_name} can be ({limit})")
+    if not ref.uid or not ref.name:
+        raise ClaimError(f"claim {ref} (uid {ref.uid!r}): namespace, name and uid are required")
+
+
 @dataclass(frozen=True, slots=True)
 class PluginConfig:
     """Where the plugin lives and what it does. ``plugin_dir`` is the kubelet's plugins folder
@@ -155,6 +170,8 @@ class FakeDriver:
             try:
                 self._unprepare_one(ref)
                 out[ref.uid] = None
+            except ClaimError as err:
+                out[ref.uid] = str(err)
             except Exception as err:
                 log.exception("unprepare %s (%s) failed", ref, ref.uid)
                 out[ref.uid] = f"unprepare {ref} failed: {err}"
@@ -179,8 +196,7 @@ class FakeDriver:
     # -- prepare --------------------------------------------------------------------------------
 
     def _prepare_one(self, ref: ClaimRef) -> tuple[PreparedDevice, ...]:
-        if not ref.uid or not ref.name:
-            raise ClaimError(f"claim {ref} (uid {ref.uid!r}): namespace, name and uid are required")
+        _check_ref(ref)
         with self._claim_lock(ref.uid):
             with self._state:
                 existing = self._prepared.get(ref.uid)
@@ -225,8 +241,12 @@ class FakeDriver:
         allocation = (claim.get("status") or {}).get("allocation")
         if not allocation:
             raise ClaimError(f"ResourceClaim {ref} is not allocated")
-        results = [r for r in (allocation.get("devices") or {}).get("results") or []
-                   if r.get("driver") == self.driver]
+        every = (allocation.get("devices") or {}).get("results") or []
+        results = [r for r in every if r.get("driver") == self.driver]
+        if every and not results:  # the kubelet only asks the drivers a claim has devices of
+            others = sorted({str(r.get("driver")) for r in every})
+            raise ClaimError(f"ResourceClaim {ref} has no device of driver {self.driver} "
+                             f"(its devices are of {', '.join(others)})")
         devices: list[tuple[dict[str, Any], Device]] = []
         for result in results:
             name, pool = result.get("device", ""), result.get("pool", "")
@@ -327,6 +347,7 @@ class FakeDriver:
     # -- unprepare ------------------------------------------------------------------------------
 
     def _unprepare_one(self, ref: ClaimRef) -> None:
+        _check_ref(ref)
         with self._claim_lock(ref.uid):
             with self._state:
                 record = self._prepared.get(ref.uid)

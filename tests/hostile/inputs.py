@@ -151,7 +151,12 @@ CASE_FILES: tuple[CaseFile, ...] = (
     # -- schema ----------------------------------------------------------------------------------
     CaseFile("missing-id", base("x").replace("id: hostile/x\n", ""), r"{file}:1: <root>: 'id' is a required property"),
     CaseFile("bad-id", base("x").replace("hostile/x", "Hostile/Has Spaces"), r"{file}:1: id: 'Hostile/Has Spaces' does not match"),
-    CaseFile("long-id", base("x").replace("hostile/x", "a" * 121), r"{file}:1: id: 'a{121}' is too long"),
+    CaseFile("long-id", base("x").replace("hostile/x", "a" * 121), r"{file}:1: id: must have at most 120 characters, got 121"),
+    CaseFile("too-many-nodes", base("nodes") + "hardware:\n  nodes:\n" + "".join(
+        f"    - {{name: n{i}, shape: server-8gpu}}\n" for i in range(2000)),
+        r"{file}:13: hardware\.nodes: must have at most 100 items, got 2,000$"),
+    CaseFile("too-many-steps", base("steps") + "".join("  - advance: 1s\n" for _ in range(5000)),
+             r"{file}:4: steps: must have at most 1000 items, got 5,002$"),
     CaseFile("unknown-top-field", base("unknown-field") + "colour: blue\n", r"{file}:12: colour: unknown field \(allowed: "),
     CaseFile("unknown-step-field", base("step-field").replace("  - apply:", "  - aply:"),
              r"{file}:5: steps\[0\]\.aply: unknown field"),
@@ -185,9 +190,9 @@ CASE_FILES: tuple[CaseFile, ...] = (
              "    - {name: n1, shape: small-1gpu}\n", r"{file}:13: hardware\.nodes: node names must be unique"),
     # -- placeholders ----------------------------------------------------------------------------
     CaseFile("unknown-role", base("role", cls="${class.quantum}"),
-             r"{file}:9: steps\[0\]\.apply\.spec\.devices\.requests\[0\]\.exactly\.deviceClassName: unknown placeholder \$\{class\.quantum\}"),
+             r"{file}:9: steps\[0\]\.apply\.spec\.devices\.requests\[0\]\.exactly\.deviceClassName: unknown placeholder \$\{class\.quantum\} \(not in the vendor profile: no class for role 'quantum'; roles: anygpu, gpu, "),
     CaseFile("unknown-placeholder-kind", base("placeholder", cls="${colour.gpu}"),
-             r"{file}:9: .*unknown placeholder \$\{colour\.gpu\}"),
+             r"{file}:9: .*unknown placeholder \$\{colour\.gpu\} \(not in the vendor profile: kinds are attr, cel, class, driver, "),
     CaseFile("placeholder-in-key", base("keyph", match='{metadata: {labels: {"${nope.x}": y}}}'),
              r"{file}:11: .*unknown placeholder \$\{nope\.x\}"),
     # -- manifests and CEL -----------------------------------------------------------------------

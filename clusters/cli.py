@@ -184,8 +184,10 @@ def _up(args: argparse.Namespace) -> int:
 def _down(args: argparse.Namespace) -> int:
     if args.provider == "kind":
         return _down_kind(args)
+    from drakit.clusters.leftovers import sweep
     from drakit.clusters.local import launcher
 
+    sweep(progress=lambda m: print(f"cluster: {m}", flush=True))  # what killed drakit runs left behind
     try:
         cluster = launcher.LocalCluster.attach(args.run_dir, progress=lambda m: print(f"cluster: {m}", flush=True))
     except launcher.ClusterError as e:

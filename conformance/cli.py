@@ -207,6 +207,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.markexpr:
         pytest_args += ["-m", args.markexpr]
     pytest_args += [str(p) for p in paths]
+    from drakit.clusters.leftovers import sweep
+    sweep(progress=lambda m: print(f"drakit: {m}", file=sys.stderr))  # what killed runs left behind
     mode, color = progress_mode(quiet=args.quiet, plain=args.plain, stream=sys.stdout)
     progress = ProgressReporter(sys.stdout, mode=mode, verbose=args.verbose, color=color)
     os.environ.setdefault(CRASH_DIR_ENV, str(out.absolute()))  # a bug's traceback lands beside results.json

@@ -53,7 +53,8 @@ SCHEMA_VERSION = "drakit.results/v1"
 
 STATUSES: tuple[str, ...] = ("passed", "failed", "error", "skipped", "xfail", "flaky")
 SKIP_CATEGORIES: tuple[str, ...] = (
-    "feature-disabled", "api-not-served", "inventory", "needs-fake-driver", "backend", "not-applicable", "other",
+    "feature-disabled", "gate-unknown", "api-not-served", "inventory", "needs-fake-driver", "no-node-side", "backend",
+    "not-applicable", "other",
 )
 # Status text is always shown together with a symbol, so colour is never the only signal.
 # Every symbol is in the common system fonts (DejaVu, Segoe UI Symbol, Apple Symbols).

@@ -271,11 +271,16 @@ def _skips(cases: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return groups
 
 
+def _gate_value(value: Any) -> str:
+    return "unknown" if value is None else "true" if value else "false"
+
+
 def _environment(data: Mapping[str, Any], backends: list[str]) -> dict[str, Any]:
     run = data["run"]
     env = data["environment"]
     withheld = 0
     backend_views = []
+    defaults = {g: "true" if f.get("defaultOn") else "false" for f in data["features"] for g in f.get("gates") or []}
     for name in backends:
         info = env["backends"].get(name)
         if info is None:
@@ -290,9 +295,8 @@ def _environment(data: Mapping[str, Any], backends: list[str]) -> dict[str, Any]
             "provider": shown.pop("provider", None), "context": shown.pop("context", None),
             "cluster": shown.pop("cluster", None),
             "served": [str(a) for a in served] if isinstance(served, list) else None,
-            "gates": sorted(info["featureGates"].items()),
-            "sources": [(g, on, str(sources.get(g, ""))) for g, on in sorted(info["featureGates"].items())]
-            if sources else [],
+            "gates": [(g, _gate_value(info["featureGates"].get(g)), defaults.get(g, "—"), str(sources.get(g, "")))
+                      for g in sorted(set(info["featureGates"]) | set(sources))],
             "extra": [(k, _cut(_pretty(v))[0]) for k, v in shown.items()]})
     other, dropped = redact({k: v for k, v in env.items()
                              if k not in ("backends", "hardwareProfile", "drivers", "vendor")})

@@ -11,15 +11,16 @@ from typing import Any
 
 VERDICT_RULE = (
     "pass when every required case passed (flaky counts as passed) on each backend that ran it, "
-    "skips as not-applicable, needs-fake-driver or backend aside; fail when a required case "
-    "failed, errored or is xfail, or a case file did not load; incomplete when no required case "
-    "ran, a required case was skipped for any other reason, or the run says why it cannot be "
-    "trusted whole (interrupted by a signal, no case exercised the driver); fail wins over "
-    "incomplete, and verdict.reasons lists every reason"
+    "skips as not-applicable, needs-fake-driver, no-node-side, backend or feature-disabled (the target runs "
+    "other gate values than the case is about) aside; fail when a required case failed, errored "
+    "or is xfail, or a case file did not load; incomplete when no required case ran, a required "
+    "case was skipped for any other reason (gate-unknown among them), or the run says why it "
+    "cannot be trusted whole (interrupted by a signal, no case exercised the driver); fail wins "
+    "over incomplete, and verdict.reasons lists every reason"
 )
 _PASSING = frozenset({"passed", "flaky"})
 _FAILING = frozenset({"failed", "error", "xfail"})
-_IGNORED_SKIPS = frozenset({"not-applicable", "needs-fake-driver", "backend"})
+_IGNORED_SKIPS = frozenset({"not-applicable", "needs-fake-driver", "no-node-side", "backend", "feature-disabled"})
 
 #: The codes of ``verdict.reasons`` and the result each one forces. The first four are derived
 #: from the cases (and recomputed whenever the cases change); the others are facts about the run
@@ -28,7 +29,7 @@ _IGNORED_SKIPS = frozenset({"not-applicable", "needs-fake-driver", "backend"})
 VERDICT_REASON_CODES: dict[str, str] = {
     "case-failed": "fail",             # a required case failed, errored or is xfail
     "load-error": "fail",              # a case file did not load
-    "required-skipped": "incomplete",  # a required case was skipped for a reason that is not "not applicable"
+    "required-skipped": "incomplete",  # a required case was skipped for a reason that does not make it inapplicable
     "nothing-ran": "incomplete",       # no required case passed: the run tested nothing
     "interrupted": "incomplete",       # SIGINT/SIGTERM stopped the run: signal, phase, the cases not run
     "driver-not-exercised": "incomplete",  # no case exercised the driver under test
@@ -80,7 +81,7 @@ def _case_reasons(cases: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     blocked = [c for c in required if c["status"] == "skipped"
                and (c.get("skip") or {}).get("category") not in _IGNORED_SKIPS]
     add("required-skipped", blocked, f"{len(blocked)} required case(s) skipped for a reason other than "
-                                     f"not-applicable, needs-fake-driver or backend")
+                                     f"not-applicable, needs-fake-driver, no-node-side, backend or feature-disabled")
     if not any(c["status"] in _PASSING for c in required):
         reasons.append({"code": "nothing-ran", "message": "no required case passed: the run tested nothing",
                         "count": 0, "cases": []})

@@ -82,6 +82,8 @@ class LocalNode:
     def start(self, timeout: float = 5.0) -> None:
         if self.root is None:
             self.root = Path(tempfile.mkdtemp(prefix="drakit-"))
+            from drakit.clusters.leftovers import claim
+            claim(self.root)  # a killed run's folder is found and removed by the next run
         try:
             self._start_plugins(timeout)
             if self.with_agent:

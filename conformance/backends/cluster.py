@@ -26,7 +26,11 @@ from typing import Any
 from ..spec.case import Case
 from ..errors import ApiRejected
 from .base import Capabilities, HarnessError
+from .gatemetrics import observed_gates, stated_gates
 from .kubeapi import CASE_LABEL, CLEANUP_TIMEOUT, KubeApi, NAMESPACED, RUN_LABEL, first_line
+from .nodeside import node_side_unmet
+
+SCOPE_LABEL = "drakit.dev/scope"  # a case's nodes, and what its pods select, on a cluster drakit does not own
 
 class ClusterSession:
     synchronous = False
@@ -37,6 +41,9 @@ class ClusterSession:
         self.namespace = namespace
         self.run_id = run_id
         self.keep_on_failure = keep_on_failure
+        # On a cluster drakit does not own, other nodes (the cluster's own, with the same drivers'
+        # devices) exist: the case's pods are kept to the case's nodes by this label.
+        self.scope: str | None = None
         self.created: list[tuple[str, str, str | None]] = []
         self.slices: dict[str, dict[str, Any]] = {}  # the ResourceSlices applied, by name (republished)
         self.node_side: Any = None  # clusternode.CaseNodes on the local cluster
@@ -56,6 +63,8 @@ class ClusterSession:
     def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
         obj = json.loads(json.dumps(obj))
         meta = obj.setdefault("metadata", {})
+        if self.scope is not None:
+            self._confine(obj)
         if obj["kind"] in NAMESPACED:
             meta.setdefault("namespace", self.namespace)
         else:
@@ -71,6 +80,15 @@ class ClusterSession:
         if obj["kind"] == "Node":
             return self._update_node(obj, existing)
         return self._replace(obj, existing)
+
+    def _confine(self, obj: dict[str, Any]) -> None:
+        """The case's nodes carry the scope label; the case's pods (unless bound by name) select it."""
+        if obj["kind"] == "Node":
+            obj["metadata"].setdefault("labels", {})[SCOPE_LABEL] = self.scope
+        elif obj["kind"] == "Pod":
+            spec = obj.setdefault("spec", {})
+            if not spec.get("nodeName"):
+                spec.setdefault("nodeSelector", {})[SCOPE_LABEL] = self.scope
 
     def wait_for_nodes(self, names: list[str], timeout: float = 30.0) -> None:
         """Wait until the fake nodes are Ready and carry no not-ready taint: until then the
@@ -301,8 +319,10 @@ class ClusterBackend:
             self._stops.append(self.alternate.stop)  # stops run last-in first-out: before main
         else:
             api = KubeApi(opt("--drakit-kubeconfig"), opt("--drakit-context"))
-            # read-only: API discovery, and dry-run probes for the gates of a cluster drakit did not start
-            self.main = Target(api, discover(api.version(), api.get_json, api.dry_run))
+            # read-only: API discovery, the components' /metrics, and dry-run probes for the gates
+            # of a cluster drakit did not start; --feature-gates states what none of them shows
+            self.main = Target(api, discover(api.version(), api.get_json, api.dry_run,
+                                             observed=observed_gates(api), stated=stated_gates(opt("--drakit-feature-gates"))))
         self.provider = "local" if self.local else "kubeconfig"
         self.api, self.version, self.discovery = self.main.api, self.main.version, self.main.discovery
         self.gates = dict(self.main.gates)
@@ -344,12 +364,19 @@ class ClusterBackend:
         target = self._target(case)
         where = "the alternate local cluster" if target is not self.main else "the cluster"
         for gate, want in case.feature_gates.items():
+            if gate in target.discovery.unknown:
+                return ("gate-unknown", f"the case needs {gate}={str(want).lower()} and drakit could not observe "
+                                        f"{gate} on {where} ({target.discovery.sources.get(gate, 'unknown')}); "
+                                        f"state it with --feature-gates {gate}=true|false")
             if target.gates.get(gate, False) != want:
                 how = target.discovery.sources.get(gate, "")
                 refused = self.alternate is not None and not self.alternate.settable(gate, want)
                 return ("feature-disabled", f"the case needs {gate}={str(want).lower()}; {where} has "
                                             f"{str(target.gates.get(gate, False)).lower()}" + (f" ({how})" if how else "")
                         + ("; the local binaries do not accept it" if refused else ""))
+        node_side = node_side_unmet(case, target, self.api)
+        if node_side:
+            return node_side
         for step in case.steps:
             for m in step.manifests:
                 if not target.discovery.serves(m.get("apiVersion", ""), m.get("kind", "")):
@@ -404,6 +431,8 @@ class ClusterBackend:
         self._wait_until_gone(target.api, ns)
         session = ClusterSession(target.api, case, ns, self.run_id, self.keep_on_failure)
         session.logs_dir = target.logs_dir
+        if not self.local and case.nodes:
+            session.scope = _label(f"{self.run_id}.{case.id}")
         try:
             session.apply({"apiVersion": "v1", "kind": "Namespace",
                            "metadata": {"name": ns, "labels": {**case.namespace_labels, RUN_LABEL: self.run_id}}})

@@ -12,18 +12,21 @@ Nothing here changes the cluster. Gates are inferred two ways:
   same (a list attribute that lost its only value, admin access refused for the namespace label,
   a field the server's schema does not know).
 
-What neither shows (scheduler-only gates, status-only fields) keeps its Kubernetes 1.37 default,
-and ``sources`` says so for every gate. These are the API server's gates: a scheduler or
-controller manager started with different ones is not visible from the API.
+Before both, the components' own values are read where they can be
+(:mod:`conformance.backends.gatemetrics`: ``kubernetes_feature_enabled`` in the API server's
+``/metrics``, and the scheduler's on a local cluster drakit started); a gate the user states
+(``--feature-gates``) fills in what nothing showed. A gate still not known is listed in
+``unknown`` (its value is not guessed): a case whose outcome depends on it is skipped as
+``gate-unknown``. ``sources`` says for every gate how its value is known.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from ..errors import ApiRejected
-from ..features import DEFAULT_GATES
+from ..features import DEFAULT_GATES, LOCKED_GATES
 from ..validation.fieldgates import RULES, in_use
 
 GROUPS = ("resource.k8s.io", "scheduling.k8s.io")
@@ -32,6 +35,8 @@ PROBE_DRIVER = "probe.drakit.dev"
 SERVED_API = "served API"
 DRY_RUN = "dry-run"
 ASSUMED = "assumed: 1.37 default, not observable from the API"
+UNKNOWN = "unknown"
+STATED = "stated: --feature-gates"
 
 
 @dataclass
@@ -42,6 +47,7 @@ class Discovery:
     kinds: dict[str, frozenset[str]] = field(default_factory=dict)  # group version -> kinds
     gates: dict[str, bool] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)  # gate -> how its value is known
+    unknown: set[str] = field(default_factory=set)  # gates whose value nothing showed (not in gates)
 
     def serves(self, api_version: str, kind: str) -> bool:
         """Whether the cluster serves ``kind`` in ``api_version`` (core kinds are assumed)."""
@@ -164,9 +170,59 @@ def served_resources(get_json: Callable[[str], dict[str, Any]]
 
 def discover(version: str, get_json: Callable[[str], dict[str, Any]],
              dry_run: Callable[[dict[str, Any]], dict[str, Any]] | None, namespace: str = "default",
-             known_gates: dict[str, bool] | None = None) -> Discovery:
+             known_gates: dict[str, bool] | None = None,
+             observed: Mapping[str, Mapping[str, bool]] | None = None,
+             stated: Mapping[str, bool] | None = None) -> Discovery:
     """Discover the cluster. ``known_gates`` (a cluster drakit started itself) are taken as they
-    are; otherwise gates are inferred (``dry_run`` None: from served resources only)."""
+    are; otherwise gates are inferred (``dry_run`` None: from served resources only), then
+    replaced by what the components report (``observed``: component -> gate -> value, from their
+    ``/metrics``), and what is still unknown is taken from ``stated`` or left unknown."""
+    found = _discover(version, get_json, dry_run, namespace, known_gates)
+    if known_gates is None:
+        settle_gates(found, observed or {}, stated or {})
+    return found
+
+
+def settle_gates(found: Discovery, observed: Mapping[str, Mapping[str, bool]], stated: Mapping[str, bool]) -> None:
+    """Apply the components' own values and the user's statements to the inferred gates of
+    ``found``; gates nothing decided go to ``found.unknown``."""
+    from .gatemetrics import SCHEDULER_ONLY_GATES
+    api = observed.get("kube-apiserver") or {}
+    scheduler = observed.get("kube-scheduler") or {}
+    for gate in DEFAULT_GATES:
+        inferred = found.sources.get(gate, ASSUMED)
+        if gate in LOCKED_GATES and gate not in api and inferred.startswith(ASSUMED):
+            found.gates[gate], found.sources[gate] = True, "locked on in 1.37"  # nothing else showed it
+            continue
+        if gate in SCHEDULER_ONLY_GATES:
+            if gate in scheduler:
+                found.gates[gate], found.sources[gate] = scheduler[gate], "kube-scheduler /metrics"
+            else:
+                found.unknown.add(gate)
+                found.sources[gate] = (f"{UNKNOWN}: acts in the scheduler only, whose /metrics drakit cannot read"
+                                       + (f" (the API server has it {'on' if api[gate] else 'off'})" if gate in api else ""))
+            continue
+        if gate in api:
+            agree = "" if inferred.startswith(ASSUMED) else (
+                f"; {inferred}: agrees" if found.gates.get(gate) == api[gate] else f"; {inferred}: disagrees")
+            found.gates[gate], found.sources[gate] = api[gate], "kube-apiserver /metrics" + agree
+        elif inferred.startswith(ASSUMED):
+            found.unknown.add(gate)
+            found.sources[gate] = f"{UNKNOWN}: " + inferred.removeprefix(ASSUMED).strip(" ()") if inferred != ASSUMED \
+                else f"{UNKNOWN}: not observable from the API and no /metrics"
+    for gate, value in stated.items():
+        if gate in found.unknown:
+            found.unknown.discard(gate)
+            found.gates[gate], found.sources[gate] = value, STATED
+        elif gate in found.gates and found.gates[gate] != value:
+            found.sources[gate] += f" (--feature-gates says {str(value).lower()}; the observed value is used)"
+    for gate in found.unknown:
+        found.gates.pop(gate, None)
+
+
+def _discover(version: str, get_json: Callable[[str], dict[str, Any]],
+              dry_run: Callable[[dict[str, Any]], dict[str, Any]] | None, namespace: str,
+              known_gates: dict[str, bool] | None) -> Discovery:
     served, resources, kinds = served_resources(get_json)
     found = Discovery(version, served, resources, kinds)
     for gate, default in DEFAULT_GATES.items():

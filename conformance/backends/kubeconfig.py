@@ -130,6 +130,26 @@ def resolve_kubeconfig(path: str | None, context: str | None,
     return KubeTarget(tuple(found), chosen, cluster, user)
 
 
+_KEY_DIR: Path | None = None
+
+
+def _key_dir() -> Path:
+    """The private folder (0700) where the kubernetes client writes the kubeconfig's inline
+    certificates and keys as files: one per process, removed at exit, and marked with its owner
+    so that the next run removes it when this one was killed (``drakit.clusters.leftovers``)."""
+    global _KEY_DIR
+    if _KEY_DIR is None or not _KEY_DIR.is_dir():
+        import atexit
+        import shutil
+        import tempfile
+
+        from drakit.clusters.leftovers import claim
+        _KEY_DIR = Path(tempfile.mkdtemp(prefix="drakit-kc-"))
+        claim(_KEY_DIR)
+        atexit.register(shutil.rmtree, _KEY_DIR, True)
+    return _KEY_DIR
+
+
 def client_configuration(target: KubeTarget) -> Any:
     """A ``kubernetes.client.Configuration`` for the target; KubeconfigError when the client
     cannot use the context (unreadable certificate files, a failing exec plugin...)."""
@@ -139,7 +159,7 @@ def client_configuration(target: KubeTarget) -> Any:
     cfg = Configuration()
     try:
         kconfig.load_kube_config(config_file=target.config_file, context=target.context,  # type: ignore[no-untyped-call]
-                                 client_configuration=cfg, persist_config=False)
+                                 client_configuration=cfg, persist_config=False, temp_file_path=str(_key_dir()))
     except Exception as exc:
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         from drakit.reports import redact

@@ -48,3 +48,48 @@ def test_signal_on_a_local_cluster_run(tmp_path: Path, sig: int, phase: str) -> 
         assert interrupted["count"] > 0
     assert got.leftovers == [], got.leftovers
     assert got.survivors == [], got.survivors
+
+
+def test_a_sigkilled_run_leaves_folders_that_cluster_down_removes(tmp_path: Path) -> None:
+    """SIGKILL cannot be handled: the run's cluster folder and fake-node folders stay (the
+    processes die with the run); `drakit cluster down` (as the next `drakit run`) removes them."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    reason = skip_reason()
+    if reason:
+        skip_or_fail(reason)
+    tdir = Path(tempfile.mkdtemp(prefix="dk"))
+    try:
+        got = _kill_and_look(tdir, tmp_path)
+        assert any(p.startswith("drakit-local-") for p in got), got
+        env = {**os.environ, "TMPDIR": str(tdir)}
+        down = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "cluster", "down",
+                               "--run-dir", str(tmp_path / "no-cluster-here")],
+                              env=env, capture_output=True, text=True, timeout=120)
+        assert down.returncode == 0, down.stdout + down.stderr
+        assert "that killed drakit runs left" in down.stdout, down.stdout
+        assert sorted(p.name for p in tdir.iterdir() if not p.name.startswith("pytest-of-")) == []
+    finally:
+        import shutil
+        shutil.rmtree(tdir, ignore_errors=True)
+
+
+def _kill_and_look(tdir: Path, tmp_path: Path) -> list[str]:
+    import os
+    import subprocess
+    import sys
+    import time
+    env = {**os.environ, "TMPDIR": str(tdir)}
+    proc = subprocess.Popen([sys.executable, "-m", "drakit.conformance.cli", "run", *CASES, "--backend", "cluster",
+                             "--cluster", "local", "-v", "-n", "0", "--plain", "--out", str(tmp_path / "out")],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("PASSED "):
+            break
+    proc.kill()
+    proc.wait()
+    time.sleep(1.0)  # the cluster's processes die with the run
+    return sorted(p.name for p in tdir.iterdir())

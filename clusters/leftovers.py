@@ -1,0 +1,86 @@
+"""What a killed drakit run leaves in the temp dir, and the cleanup of it.
+
+A run stopped by SIGKILL cannot clean up: the local cluster's run folder (``drakit-local-*``:
+etcd data, PKI keys, logs; its processes die with the run, through ``setpriv --pdeathsig``), the
+real kubelet nodes' folders outside it (``drakit-n-*``, listed in its ``state.json``), and the
+fake nodes' folders of the node agent (``drakit-*`` with an owner file: plugin sockets,
+checkpoints, CDI specs). Each carries its owner (pid and start time). :func:`sweep` removes the
+ones of this user whose owner is gone, stopping any process a cluster's state still lists; a
+later ``drakit run`` does it before it starts, and so does ``drakit cluster down``. Folders of
+live runs, of other users, and of clusters started with ``drakit cluster up`` (they outlive
+their starter on purpose) are never touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+OWNER_FILE = ".drakit-owner"
+
+
+def claim(folder: Path) -> None:
+    """Mark *folder* as this process's, so a later run can tell when it was left behind."""
+    from drakit.clusters.local import procs
+    (folder / OWNER_FILE).write_text(json.dumps({"pid": os.getpid(), "start_ticks": procs.start_ticks(os.getpid())}))
+
+
+def _owner_gone(owner: dict[str, object]) -> bool:
+    from drakit.clusters.local import procs
+    try:
+        pid = int(owner.get("pid") or 0)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return False
+    ticks = owner.get("start_ticks")
+    return pid > 0 and not procs.is_alive(pid, int(ticks) if isinstance(ticks, int) else None)
+
+
+def _mine(path: Path) -> bool:
+    try:
+        st = path.lstat()
+    except OSError:
+        return False
+    return st.st_uid == os.getuid() and path.is_dir() and not path.is_symlink()
+
+
+def sweep(tmp: Path | None = None, progress: Callable[[str], None] | None = None) -> list[Path]:
+    """Remove the folders killed drakit runs left in *tmp* (default: the temp dir); return them."""
+    from drakit.clusters.local import procs
+    from drakit.clusters.local.launcher import MARKER
+    root = Path(tmp or tempfile.gettempdir())
+    removed: list[Path] = []
+    try:
+        entries = [p for p in root.iterdir() if p.name.startswith("drakit-")]
+    except OSError:
+        return removed
+    for folder in sorted(entries):
+        if not _mine(folder):
+            continue
+        try:
+            if (folder / MARKER).is_file():  # a local cluster's run folder
+                state = procs.read_state(folder)
+                if state is None or state.get("detached") or not _owner_gone(state.get("owner") or {}):
+                    continue
+                alive = [p for p in procs.procs_from_state(state) if procs.info_alive(p)]
+                if alive:
+                    procs.stop(alive)
+                for extra in state.get("extra_dirs") or []:
+                    extra_path = Path(str(extra))
+                    if extra_path.name.startswith("drakit-") and _mine(extra_path):
+                        shutil.rmtree(extra_path, ignore_errors=True)
+            elif (folder / OWNER_FILE).is_file():  # a fake node's folder
+                if not _owner_gone(json.loads((folder / OWNER_FILE).read_text())):
+                    continue
+            else:
+                continue
+        except (OSError, ValueError):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    if removed and progress is not None:
+        progress(f"removed {len(removed)} folder(s) that killed drakit runs left in {root}")
+    return removed

@@ -1,0 +1,54 @@
+"""The folders a killed run leaves are removed by the next run, and only those."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from drakit.clusters.leftovers import OWNER_FILE, claim, sweep
+from drakit.clusters.local import procs
+from drakit.clusters.local.launcher import MARKER
+
+
+def _dead_pid() -> tuple[int, int | None]:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    ticks = procs.start_ticks(child.pid)
+    child.wait()
+    return child.pid, ticks
+
+
+def test_sweep_removes_dead_runs_folders_and_keeps_live_and_foreign_ones(tmp_path: Path) -> None:
+    pid, ticks = _dead_pid()
+    dead_node = tmp_path / "drakit-node1"
+    dead_node.mkdir()
+    (dead_node / OWNER_FILE).write_text(json.dumps({"pid": pid, "start_ticks": ticks}))
+    (dead_node / "plugins").mkdir()
+    live_node = tmp_path / "drakit-node2"
+    live_node.mkdir()
+    claim(live_node)  # this process: alive
+    dead_cluster = tmp_path / "drakit-local-abc"
+    dead_cluster.mkdir()
+    (dead_cluster / MARKER).write_text("x")
+    outside = tmp_path / "drakit-n-xyz"
+    outside.mkdir()
+    procs.write_state(dead_cluster, {"owner": {"pid": pid, "start_ticks": ticks}, "detached": False, "processes": [],
+                                     "extra_dirs": [str(outside)]})
+    detached = tmp_path / "drakit-local-up"
+    detached.mkdir()
+    (detached / MARKER).write_text("x")
+    procs.write_state(detached, {"owner": {"pid": pid, "start_ticks": ticks}, "detached": True, "processes": []})
+    unrelated = tmp_path / "drakit-something-else"
+    unrelated.mkdir()
+    other = tmp_path / "not-drakit"
+    other.mkdir()
+    (other / OWNER_FILE).write_text(json.dumps({"pid": pid, "start_ticks": ticks}))
+    said: list[str] = []
+    removed = sweep(tmp_path, progress=said.append)
+    assert sorted(p.name for p in removed) == ["drakit-local-abc", "drakit-node1"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["drakit-local-up", "drakit-node2", "drakit-something-else",
+                                                         "not-drakit"]
+    assert said == [f"removed 2 folder(s) that killed drakit runs left in {tmp_path}"]
+    assert os.path.isdir(live_node)

@@ -56,6 +56,9 @@ class ClusterSession:
     def inject_fault(self, node: str, device: str, kind: str, effect: str) -> None:
         for obj in self.faults.inject(node, device, kind, effect):
             self.apply(obj)
+        health = getattr(self.node_side, "inject_health", None)
+        if health is not None:  # a real kubelet hears it on the driver's health stream
+            health(node, device, kind, effect)
 
     def _ns(self, kind: str) -> str | None:
         return self.namespace if kind in NAMESPACED else None

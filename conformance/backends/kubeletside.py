@@ -77,7 +77,21 @@ class CaseKubeletNodes:
     def restart_plugins(self, node: str) -> None:
         self.side.restart_plugins(node)
 
+    def inject_health(self, node: str, device: str, kind: str, effect: str) -> None:
+        """The fault reaches the kubelet through the driver's health stream (KEP-4680)."""
+        from drakit.fake_hw.faults import Fault
+
+        local = self.real.get(node)
+        if local is None:
+            return
+        for plugin in local.plugins.values():
+            if device in plugin.driver.devices:
+                plugin.inject_fault(Fault(device, kind, effect))  # type: ignore[arg-type]
+
     def close(self) -> list[str]:
+        for local in self.real.values():  # the plugins stay for later cases: healthy again
+            for plugin in local.plugins.values():
+                plugin.clear_faults()
         return self.kwok.close() if self.kwok is not None else []
 
 

@@ -66,6 +66,8 @@ class NodeRuntime:
         self.optional_ops = bool(gates.get("DRAOptionalNodeOperations"))
         self.device_metadata_files = device_metadata
         self.prepared: dict[str, tuple[str, dict[str, Any]]] = {}  # pod uid -> (node, pod)
+        self.results: dict[str, Any] = {}  # pod uid -> the PodResult of its prepare
+        self.faults: dict[str, list[Any]] = {}  # node -> fake_hw Faults injected in this case
         # (namespace, pod, container) -> what the runtime would give it (``containers.record``)
         self.containers: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.pending_status: list[tuple[str, str, str, str, list[dict[str, Any]]]] = []
@@ -118,6 +120,7 @@ class NodeRuntime:
         result = ln.prepare(pod["metadata"]["uid"], ours)
         if result.ok:
             self.prepared[pod["metadata"]["uid"]] = (node, pod)
+            self.results[pod["metadata"]["uid"]] = result
             self._record_containers(ln, pod, result)
             return None
         return str(result.error)
@@ -135,6 +138,29 @@ class NodeRuntime:
             self.containers[(meta.get("namespace", ""), meta["name"], c["name"])] = resolve(
                 ids.get(c["name"], []), [ln.cdi_dir], container_env(c))
 
+    def device_fault(self, node: str, device: str, kind: str, effect: str) -> None:
+        """A device of ``node`` turned unhealthy (KEP-4680, ResourceHealthStatus): like the
+        kubelet once the driver's health stream says so, write every running pod's
+        ``containerStatuses[].allocatedResourcesStatus`` on that node (``devicehealth``)."""
+        from drakit.fake_hw.faults import Fault, device_taints
+
+        from .devicehealth import allocated_resources_status
+        ln = self._node(node)
+        if ln is None:
+            return
+        self.faults.setdefault(node, []).append(Fault(device, kind, effect))  # type: ignore[arg-type]
+        unhealthy = set(device_taints(ln.inventory, self.faults[node]))
+        for uid, (n, pod) in list(self.prepared.items()):
+            if n != node or uid not in self.results:
+                continue
+            current = self.cluster.get("Pod", pod["metadata"]["name"], pod["metadata"].get("namespace"))
+            if current is None:
+                continue
+            status = dict(current.get("status") or {})
+            status["containerStatuses"] = allocated_resources_status(current, self.results[uid], unhealthy,
+                                                                     status.get("containerStatuses") or [])
+            self.cluster.update_status("Pod", current["metadata"]["name"], current["metadata"].get("namespace"), status)
+
     def restart(self, node: str, component: str) -> None:
         """Restart the node's kubelet part (the node agent, from its checkpoint) or its fake
         driver plugins (registered again); prepared claims stay prepared."""
@@ -150,6 +176,7 @@ class NodeRuntime:
         return self.containers.get((namespace, pod, container))
 
     def unprepare(self, node: str, pod: dict[str, Any]) -> None:
+        self.results.pop(pod["metadata"]["uid"], None)
         entry = self.prepared.pop(pod["metadata"]["uid"], None)
         if entry is not None:
             ln = self._node(node)

@@ -40,6 +40,8 @@ class ReferenceSession:
         """The fake driver sees a hardware fault and republishes the node's slices with a taint."""
         for obj in self.faults.inject(node, device, kind, effect):
             self.cluster.apply(obj)
+        if self.cluster.node_runtime is not None:  # the health stream: pods' device health
+            self.cluster.node_runtime.device_fault(node, device, kind, effect)
         self._settled()
 
     def _settled(self) -> None:

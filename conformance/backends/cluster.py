@@ -60,6 +60,13 @@ class ClusterSession:
         if health is not None:  # a real kubelet hears it on the driver's health stream
             health(node, device, kind, effect)
 
+    def clear_fault(self, node: str, device: str) -> None:
+        for obj in self.faults.clear(node, device):
+            self.apply(obj)
+        clear = getattr(self.node_side, "clear_health", None)
+        if clear is not None:
+            clear(node, device)
+
     def _ns(self, kind: str) -> str | None:
         return self.namespace if kind in NAMESPACED else None
 

@@ -88,6 +88,11 @@ class CaseKubeletNodes:
             if device in plugin.driver.devices:
                 plugin.inject_fault(Fault(device, kind, effect))  # type: ignore[arg-type]
 
+    def clear_health(self, node: str, device: str) -> None:
+        local = self.real.get(node)
+        for plugin in (local.plugins.values() if local is not None else ()):
+            plugin.clear_faults(device)
+
     def close(self) -> list[str]:
         for local in self.real.values():  # the plugins stay for later cases: healthy again
             for plugin in local.plugins.values():

@@ -142,14 +142,33 @@ class NodeRuntime:
         """A device of ``node`` turned unhealthy (KEP-4680, ResourceHealthStatus): like the
         kubelet once the driver's health stream says so, write every running pod's
         ``containerStatuses[].allocatedResourcesStatus`` on that node (``devicehealth``)."""
-        from drakit.fake_hw.faults import Fault, device_taints
+        from drakit.fake_hw.faults import Fault
 
-        from .devicehealth import allocated_resources_status
         ln = self._node(node)
         if ln is None:
             return
-        self.faults.setdefault(node, []).append(Fault(device, kind, effect))  # type: ignore[arg-type]
-        unhealthy = set(device_taints(ln.inventory, self.faults[node]))
+        fault = Fault(device, kind, effect)  # type: ignore[arg-type]
+        self.faults.setdefault(node, []).append(fault)
+        for plugin in ln.plugins.values():  # the driver sees it (a lost device fails prepare)
+            if device in plugin.driver.devices:
+                plugin.inject_fault(fault)
+        self._write_health(node)
+
+    def clear_fault(self, node: str, device: str) -> None:
+        ln = self._node(node)
+        if ln is None:
+            return
+        self.faults[node] = [f for f in self.faults.get(node, []) if f.device != device]
+        for plugin in ln.plugins.values():
+            plugin.clear_faults(device)
+        self._write_health(node)
+
+    def _write_health(self, node: str) -> None:
+        from drakit.fake_hw.faults import device_taints
+
+        from .devicehealth import allocated_resources_status
+        ln = self._node(node)
+        unhealthy = set(device_taints(ln.inventory, self.faults.get(node, [])))
         for uid, (n, pod) in list(self.prepared.items()):
             if n != node or uid not in self.results:
                 continue
@@ -196,6 +215,12 @@ class NodeRuntime:
     def close(self) -> None:
         for node, pod in list(self.prepared.values()):
             self.unprepare(node, pod)
+        for node in self.faults:  # the plugins are shared by later cases: healthy again
+            ln = self._node(node)
+            if ln is not None:
+                for plugin in ln.plugins.values():
+                    plugin.clear_faults()
+        self.faults.clear()
 
 
 def _results(claim: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -44,6 +44,14 @@ class ReferenceSession:
             self.cluster.node_runtime.device_fault(node, device, kind, effect)
         self._settled()
 
+    def clear_fault(self, node: str, device: str) -> None:
+        """The device is back: the driver republishes its slices without the taint."""
+        if self.cluster.node_runtime is not None:  # first: the slice update makes the kubelet part retry
+            self.cluster.node_runtime.clear_fault(node, device)
+        for obj in self.faults.clear(node, device):
+            self.cluster.apply(obj)
+        self._settled()
+
     def _settled(self) -> None:
         """The control plane has settled: let the drivers' held status writes land."""
         if self.cluster.node_runtime is not None:
@@ -218,6 +226,7 @@ class FaultState:
     def __init__(self, case: Case | None) -> None:
         self.shapes = {n.name: n.shape for n in case.nodes if n.shape} if case else {}
         self.faults: dict[str, list[Any]] = {}
+        self.generation: dict[str, int] = {}
 
     def inject(self, node: str, device: str, kind: str, effect: str) -> list[dict[str, Any]]:
         from drakit.fake_driver.slices import publish_slices
@@ -230,4 +239,17 @@ class FaultState:
         inventory.device(device)  # KeyError for an unknown device
         faults = self.faults.setdefault(node, [])
         faults.append(Fault(device, kind, effect))  # type: ignore[arg-type]
-        return publish_slices(inventory, generation=len(faults) + 1, faults=faults)
+        self.generation[node] = self.generation.get(node, 1) + 1
+        return publish_slices(inventory, generation=self.generation[node], faults=faults)
+
+    def clear(self, node: str, device: str) -> list[dict[str, Any]]:
+        """The device is healthy again: the slices the driver publishes then."""
+        from drakit.fake_driver.slices import publish_slices
+        from drakit.fake_hw.inventory import build_inventory
+        shape = self.shapes.get(node)
+        if shape is None:
+            raise KeyError(f"node {node!r} has no fake hardware in this case")
+        faults = [f for f in self.faults.get(node, []) if f.device != device]
+        self.faults[node] = faults
+        self.generation[node] = self.generation.get(node, 1) + 1
+        return publish_slices(build_inventory(shape, node), generation=self.generation[node], faults=faults)

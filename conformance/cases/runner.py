@@ -121,7 +121,13 @@ def _run_step(step: Step, s: Session, clock: Callable[[], float], sleep: Callabl
         if inject is None:
             raise HarnessError("this backend cannot inject hardware faults (fault steps need the fake driver)")
         try:
-            inject(step.fault["node"], step.fault["device"], step.fault["kind"], step.fault["effect"])
+            if step.fault.get("clear"):
+                clear = getattr(s, "clear_fault", None)
+                if clear is None:
+                    raise HarnessError("this backend cannot clear hardware faults")
+                clear(step.fault["node"], step.fault["device"])
+            else:
+                inject(step.fault["node"], step.fault["device"], step.fault["kind"], step.fault["effect"])
         except (KeyError, ValueError) as exc:
             raise _Failure(step.line, f"fault injection failed: {exc}", status="error") from None
         return

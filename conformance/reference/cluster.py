@@ -75,6 +75,8 @@ class ReferenceCluster:
             default_taint_times(obj, existing, self.clock.stamp())
         if kind == "Pod":
             default_pod(obj.get("spec") or {})
+            if existing is None:  # the API server's PrepareForCreate: a new pod is Pending
+                obj["status"] = {**(obj.get("status") or {}), "phase": "Pending"}
         if kind == "ResourcePoolStatusRequest" and isinstance(obj.get("spec"), dict):
             obj["spec"].setdefault("limit", 100)
         if (obj.get("apiVersion"), kind) in ADMITTED_KINDS:
@@ -317,6 +319,7 @@ class ReferenceCluster:
                 continue
             ok = True
             keys: set[tuple[str, str, str]] = set()
+            added: list[tuple[str, str, str]] = []
             for claim in self._pod_claims(pod):
                 for driver, skips in self._claim_drivers(claim).items():
                     key = (node, claim["metadata"]["uid"], driver)
@@ -334,6 +337,7 @@ class ReferenceCluster:
                         ok = False
                         continue
                     self._prepared[key] = (f"{claim['metadata'].get('namespace')}/{claim['metadata']['name']}", skips)
+                    added.append(key)
                     self._node_op(node, pod, claim, driver, "NodePrepareResources", skip)
             if ok and self.node_runtime is not None and (pod.get("status") or {}).get("phase") != "Running":
                 error = self.node_runtime.prepare(node, pod, self._pod_claims(pod))
@@ -342,6 +346,8 @@ class ReferenceCluster:
                         self._prepare_failed.add(uid)
                         self.store.record("Warning", "FailedPrepareDynamicResources", pod,
                                           f"Failed to prepare dynamic resources: {error}")
+                    for key in added:  # not prepared: the kubelet calls NodePrepareResources again
+                        self._prepared.pop(key, None)
                     ok = False
             if not ok:
                 continue

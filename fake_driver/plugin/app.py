@@ -67,6 +67,7 @@ class FakePlugin:
         self.health = HealthMonitor(inventory, config.driver, self.driver.pools)
         self.slices = SliceState(inventory, config.driver, publisher, skip_node_ops)
         self.health.on_change(self.slices.publish)
+        self.driver.lost = lambda: {f.device for f in self.health.faults if f.kind == "lost"}
         self.server = PluginServer(self.driver, health=self.health if health else None,
                                    resend_seconds=resend_seconds, **(server_options or {}))
         self.faults_file = faults_file

@@ -21,7 +21,7 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Callable, Any, Iterator, Mapping, Sequence
 
 from drakit.fake_hw.inventory import Device, NodeInventory
 
@@ -137,6 +137,8 @@ class FakeDriver:
         self._prepared: dict[str, PreparedClaim] = self._checkpoint.load()
         self._locks_guard = threading.Lock()
         self._locks: dict[str, list[Any]] = {}
+        # devices with a "lost" hardware fault (FakePlugin wires it to its health monitor)
+        self.lost: Callable[[], set[str]] = set
         # every NodePrepareResources / NodeUnprepareResources call, oldest first (bounded)
         self.calls: collections.deque[dict[str, Any]] = collections.deque(maxlen=MAX_CALLS)
 
@@ -251,6 +253,9 @@ class FakeDriver:
         for result in results:
             name, pool = result.get("device", ""), result.get("pool", "")
             device = self.devices.get(name)
+            if name in self.lost():
+                raise ClaimError(f"ResourceClaim {ref}: device {pool}/{name} is lost (hardware fault); "
+                                 "it cannot be prepared until it is back")
             if device is None or self.pools[name] != pool:
                 raise ClaimError(f"ResourceClaim {ref}: device {pool}/{name} is not a device of "
                                  f"driver {self.driver} on node {self.inventory.node_name}")

@@ -84,6 +84,7 @@ class LocalCluster(ComponentFlags, KubeletNodes):
         progress: Progress | None = None,
         kubelet_nodes: Sequence[tuple[str, Mapping[str, str]]] = (),
         real_nodes: bool = True,
+        kubelet_claim_read: bool = True,
     ) -> None:
         # Without a run dir, an attached cluster gets a fresh private temp dir (so parallel
         # test sessions never collide); a detached one uses the CLI's well-known default.
@@ -122,6 +123,8 @@ class LocalCluster(ComponentFlags, KubeletNodes):
             "real kubelet nodes were not asked for" if not real_nodes else kubeletnode.unavailable_reason()
         )
         self.real: RealNodes | None = None
+        # RBAC read of ResourceClaims for kubelets (realnodes.CLAIM_READ_ROLE: no authorizer race)
+        self.kubelet_claim_read = kubelet_claim_read
         self._extra_dirs: list[str] = []
 
     # ------------------------------------------------------------------ paths

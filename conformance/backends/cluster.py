@@ -275,8 +275,12 @@ class ClusterSession:
     def _cleanup(self, failed: bool) -> None:
         if failed and self.keep_on_failure:
             return
+        real = getattr(self.node_side, "real", None) or {}
         for pod in self.api.list("Pod", self.namespace):
-            self.api.delete("Pod", pod["metadata"]["name"], self.namespace, grace=0)
+            # A real kubelet gets to stop the pod and unprepare its claims before the pod goes (a
+            # forced delete would free its devices for the next case while still prepared).
+            on_kubelet = (pod.get("spec") or {}).get("nodeName") in real
+            self.api.delete("Pod", pod["metadata"]["name"], self.namespace, grace=1 if on_kubelet else 0)
         for claim in self.api.list("ResourceClaim", self.namespace):
             self.api.delete("ResourceClaim", claim["metadata"]["name"], self.namespace)
         deadline = time.monotonic() + CLEANUP_TIMEOUT

@@ -122,6 +122,19 @@ def _dispatch(argv: Sequence[str] | None) -> int:
     return handlers[args.command](args)
 
 
+def _out_folder(out: Path) -> bool:
+    """Create the output folder before anything runs; False (and the one line) when it cannot be."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".drakit-write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        print(f"drakit: --out {out}: cannot write there: {exc.strerror or exc}", file=sys.stderr)
+        return False
+    return True
+
+
 def _paths(raw: list[str]) -> list[Path] | None:
     paths = [Path(p) for p in raw] or [SUITES]
     missing = [p for p in paths if not p.exists()]
@@ -173,6 +186,8 @@ def _run(args: argparse.Namespace) -> int:
     if paths is None:
         return EXIT_USAGE
     out = Path(args.out)
+    if not _out_folder(out):
+        return EXIT_USAGE
     results_path = out / "results.json"
     if results_path.exists():
         results_path.unlink()
@@ -259,7 +274,8 @@ def cmd_report(args: argparse.Namespace) -> int:
             except (OSError, ValueError, RecursionError, ResultsError) as exc:
                 print(f"drakit: --merge {source}: {_merge_problem(exc)}", file=sys.stderr)
                 return EXIT_USAGE
-    out.mkdir(parents=True, exist_ok=True)
+    if not _out_folder(out):
+        return EXIT_USAGE
     if args.merge:  # the merged results become the run's results.json, with its reports
         from .results import write_results
         written = write_results(results, out)
@@ -310,7 +326,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     comparison = compare_results(old, new, allow_removed=args.allow_removed)
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     out = Path(args.out) if args.out else new_path.parent
-    out.mkdir(parents=True, exist_ok=True)
+    if not _out_folder(out):
+        return EXIT_USAGE
     target = out / "compare.html"
     target.write_text(render_compare_html(comparison), encoding="utf-8", newline="\n")
     _print_to_pipe(render_compare_text(comparison, color=color) + f"wrote {target}\n")

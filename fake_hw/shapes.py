@@ -30,8 +30,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, Mapping, cast
 
-import yaml
-
 from drakit.fake_hw.vendors import Vendor, find_vendor
 
 Partitioning = Literal["none", "partitionable"]
@@ -247,14 +245,16 @@ def load_shape(name_or_path: str | Path) -> Shape:
 
 def shape_from_text(text: str, source: str = "<shape>") -> Shape:
     """Parse YAML text and validate it as a shape."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark is not None else ""
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise ShapeError(f"{source}: {where}invalid YAML: {problem}") from None
-    return parse_shape(data, source)
+    from drakit.conformance.errors import LoadError
+    from drakit.conformance.yamlmarks import load_documents
+    try:  # the kit's bounded loader: depth and alias expansion are limited while parsing
+        docs = [doc for _, doc in load_documents(text, source)]
+    except LoadError as err:
+        where = f"line {err.line}: " if err.line else ""
+        raise ShapeError(f"{source}: {where}invalid YAML: {err.message.removeprefix('YAML: ')}") from None
+    if len(docs) > 1:
+        raise ShapeError(f"{source}: a shape file holds one YAML document, not {len(docs)}")
+    return parse_shape(docs[0] if docs else None, source)
 
 
 def _join(path: str, key: str) -> str:
@@ -262,6 +262,8 @@ def _join(path: str, key: str) -> str:
 
 
 def _kind(value: object) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean",
-            int: "an integer", float: "a number", type(None): "nothing"}.get(
-        type(value), type(value).__name__)
+    for kind, name in ((bool, "a boolean"), (dict, "a mapping"), (list, "a list"), (str, "a string"),
+                       (int, "an integer"), (float, "a number"), (type(None), "nothing")):
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__

@@ -105,7 +105,9 @@ class KubeApi:
         """Create ``obj`` with ``dryRun=All``: validated and admitted, never stored."""
         res = self.resource(obj["apiVersion"], obj["kind"])
         ns = obj["metadata"].get("namespace")
-        return self._call(lambda: res.create(body=obj, namespace=ns, dry_run="All", field_validation="Strict"), obj)
+        # As in _strict: the DynamicClient would drop field_validation, so the query goes into the path.
+        path = f"{res.path(namespace=ns)}?fieldValidation=Strict&dryRun=All"
+        return self._call(lambda: self.dynamic.request("post", path, body=obj), obj)
 
     def get_json(self, path: str) -> dict[str, Any]:
         """GET a discovery path (``/apis``, ``/apis/<group>/<version>``) as data."""

@@ -170,27 +170,82 @@ def _validate(obj: dict[str, Any], old: dict[str, Any] | None, gates: Mapping[st
 
 
 def order(errors: list[FieldErr]) -> list[FieldErr]:
-    """Hand-written errors first; those declarative validation reports (and supersedes) after."""
-    return [e for e in errors if not e.declarative] + [e for e in errors if e.declarative]
+    """Hand-written errors first, without repeats (merging them with declarative validation's
+    goes through ``ErrorList.Filter``, which drops repeated messages); then the errors
+    declarative validation reports."""
+    seen: set[str] = set()
+    hand: list[FieldErr] = []
+    for e in errors:
+        if not e.declarative and e.message() not in seen:
+            seen.add(e.message())
+            hand.append(e)
+    return hand + [e for e in errors if e.declarative]
 
 
 def _unknown_field(obj: dict[str, Any]) -> str | None:
-    """The path of an unknown field, as strict decoding names it, or None."""
+    """The path of an unknown field, as strict decoding names it, or None.
+
+    The typed model knows every field; it stops at its first complaint, so a complaint that is
+    not about an unknown field is cleared (a list cut to its limit, the value removed, a missing
+    value filled in) and the object read again, until it reads or an unknown field shows."""
+    import re
+
+    from ..errors import format_path
     from ..model import parse_object
-    try:
-        parse_object(copy.deepcopy(obj))
-    except FieldError as exc:
-        if exc.message == "unknown field":
-            from ..errors import format_path
-            return format_path(exc.path)
-    except Exception:  # noqa: BLE001 - the model's other complaints are not decoding errors
-        return None
+    probe = copy.deepcopy(obj)
+    seen: set[tuple[object, ...]] = set()
+    for _ in range(64):
+        try:
+            parse_object(copy.deepcopy(probe))
+            return None
+        except FieldError as exc:
+            if exc.message == "unknown field":
+                return format_path(exc.path)
+            path = tuple(exc.path)
+            while path in seen and len(path) > 1:  # the same complaint again: clear its parent instead
+                path = path[:-1]
+            seen.add(path)
+            if not path or not _clear(probe, path, re.match(r"must have at most (\d+) items", exc.message)):
+                return None
+        except Exception:  # noqa: BLE001 - the model's other complaints are not decoding errors
+            return None
     return None
+
+
+def _clear(obj: Any, path: tuple[object, ...], too_many: Any) -> bool:
+    """Remove the complaint at ``path`` from ``obj``; False when nothing could be changed."""
+    parent = obj
+    for part in path[:-1]:
+        try:
+            parent = parent[part]
+        except (KeyError, IndexError, TypeError):
+            return False
+    last = path[-1]
+    try:
+        value = parent[last]
+    except (KeyError, IndexError, TypeError):
+        value = None
+    if too_many and isinstance(value, list):
+        del value[int(too_many.group(1)):]
+        return True
+    if isinstance(parent, dict):
+        if value is None or value == "":
+            parent[last] = "x" if last != "count" else 1  # a missing value: any will do
+            return True
+        del parent[last]
+        return True
+    if isinstance(parent, list) and isinstance(last, int) and last < len(parent):
+        del parent[last]
+        return True
+    return False
 
 
 def admit(obj: Mapping[str, Any], old: Mapping[str, Any] | None = None, *, gates: Mapping[str, bool],
           namespace_labels: Mapping[str, str] | None = None, stamp: str = "1970-01-01T00:00:00Z") -> Verdict:
-    """The verdict of the API server's admission for ``obj`` (an update of ``old`` when given)."""
+    """The verdict of the API server's admission for ``obj`` (an update of ``old`` when given).
+    ``gates`` override the 1.37 defaults."""
+    from ..features import DEFAULT_GATES
+    gates = {**DEFAULT_GATES, **gates}
     new = copy.deepcopy(dict(obj))
     api, kind = new.get("apiVersion", ""), new.get("kind", "")
     meta = new.setdefault("metadata", {})
@@ -221,11 +276,15 @@ def admit(obj: Mapping[str, Any], old: Mapping[str, Any] | None = None, *, gates
     elif kind in RESET_STATUS_ON_CREATE:
         new.pop("status", None)
     drop_disabled_fields(new, old_obj, gates)
-    errors = order(_validate(new, old_obj, gates, namespace_labels))
+    canonical_quantities(new)
+    errors = _validate(new, old_obj, gates, namespace_labels)
+    if old_obj is not None:
+        from .meta import validate_common_update
+        errors = validate_common_update(meta, as_dict(old_obj.get("metadata")), kind in NAMESPACED) + errors
+    errors = order(errors)
     if errors:
         return Verdict(False, status="Invalid", message=invalid_message(qualified_kind(api, kind), meta.get("name") or "", errors),
                        errors=tuple(errors))
-    canonical_quantities(new)
     return Verdict(True, stored=new)
 
 

@@ -7,7 +7,7 @@ import json
 from typing import Any, Mapping
 
 from ..cel import check_new_expression
-from .common import (Errs, as_dict, as_list, device_class_name, driver_name, dv_fully_qualified_name, set_, slice_,
+from .common import (Errs, as_dict, as_list, device_class_name, driver_name, dv_fully_qualified_name, semantic_equal, set_, slice_,
                      toleration)
 from .errs import child, forbidden, index, invalid, not_supported, required, too_long, too_many
 from .meta import validate_object_meta, validate_object_meta_update, validate_object_meta_with_errors, validate_template_meta
@@ -256,7 +256,7 @@ def validate_resource_claim(obj: dict[str, Any], gates: Mapping[str, bool]) -> E
 
 def immutable(new: Any, old: Any, path: str, *, covered: bool = False) -> Errs:
     """ValidateImmutableField; when covered, declarative validation's error (value null) replaces it."""
-    if new != old:
+    if not semantic_equal(new, old):
         from .common import _item_repr
         return [invalid(path, None if covered else _item_repr(new), "field is immutable", covered=covered)]
     return []
@@ -276,8 +276,13 @@ def validate_resource_claim_template(obj: dict[str, Any], gates: Mapping[str, bo
 
 
 def validate_resource_claim_template_update(obj: dict[str, Any], old: dict[str, Any], gates: Mapping[str, bool]) -> Errs:
-    errs = validate_object_meta_update(as_dict(obj.get("metadata")), as_dict(old.get("metadata")))
-    return errs + immutable(obj.get("spec"), old.get("spec"), "spec")
+    """The strategy validates the new template as on create, then the update."""
+    from .internal import internal_repr
+    errs = validate_resource_claim_template(obj, gates)
+    errs += validate_object_meta_update(as_dict(obj.get("metadata")), as_dict(old.get("metadata")))
+    if not semantic_equal(obj.get("spec"), old.get("spec")):
+        errs.append(invalid("spec", internal_repr(obj.get("spec"), "TemplateSpec"), "field is immutable"))
+    return errs
 
 
 def is_extended_resource_name(name: str) -> bool:
@@ -298,11 +303,11 @@ def validate_device_class(obj: dict[str, Any], gates: Mapping[str, bool], old: d
         errs += validate_object_meta_update(meta, as_dict(old.get("metadata")))
     spec = as_dict(obj.get("spec"))
     old_spec = as_dict(old.get("spec")) if old is not None else None
-    stored = old_spec is not None and spec.get("selectors") == old_spec.get("selectors")
+    stored = old_spec is not None and semantic_equal(spec.get("selectors"), old_spec.get("selectors"))
     opts = Opts(gates, stored)
     errs += slice_(as_list(spec.get("selectors")), MAX_SELECTORS, lambda s, p: selector(s, p, opts), "spec.selectors",
                    size_covered=True)
-    cstored = old_spec is not None and spec.get("config") == old_spec.get("config")
+    cstored = old_spec is not None and semantic_equal(spec.get("config"), old_spec.get("config"))
     errs += slice_(as_list(spec.get("config")), MAX_CONFIGS, lambda c, p: device_configuration(as_dict(c), p, cstored),
                    "spec.config", size_covered=True)
     ern = spec.get("extendedResourceName")

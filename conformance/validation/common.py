@@ -100,10 +100,9 @@ def go_ordered(v: Any) -> Any:
 
 
 def _item_repr(v: Any) -> Any:
-    import json
-    from .verdict import GoRepr
+    from .verdict import GoRepr, go_json
     if isinstance(v, (dict, list)):
-        return GoRepr(json.dumps(go_ordered(v), separators=(",", ":"), ensure_ascii=False))
+        return GoRepr(go_json(go_ordered(v), sort_keys=False))
     return v
 
 
@@ -256,3 +255,16 @@ def dv_fully_qualified_name(name: str, path: str) -> Errs:
     if "/" not in name:
         errs.append(invalid(path, name, "a fully qualified name must be a domain and a name separated by a slash", covered=True))
     return errs
+
+
+def _semantic(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: x for k, x in ((k, _semantic(x)) for k, x in v.items()) if x not in ({}, [], None)}
+    if isinstance(v, list):
+        return [_semantic(x) for x in v]
+    return v
+
+
+def semantic_equal(a: Any, b: Any) -> bool:
+    """apiequality.Semantic.DeepEqual on wire data: an empty list or map equals an absent one."""
+    return bool(_semantic(a) == _semantic(b))

@@ -111,3 +111,15 @@ def validate_template_meta(meta: dict[str, Any] | None, path: str) -> list[Field
 
 __all__ = ["validate_object_meta", "validate_object_meta_update", "validate_object_meta_with_errors",
            "validate_template_meta", "validate_labels", "validate_annotations", "index"]
+
+
+def path_segment_name(name: str, prefix: bool) -> list[str]:
+    """content.IsPathSegmentName / IsPathSegmentPrefix."""
+    if not prefix and name in (".", ".."):
+        return [f"may not be '{name}'"]
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
+
+
+def validate_common_update(new: dict[str, Any], old: dict[str, Any], namespaced: bool) -> list[FieldErr]:
+    """rest.validateCommonFields: the object's metadata with path-segment names, then the update."""
+    return validate_object_meta(new, namespaced, path_segment_name) + validate_object_meta_update(new, old)

@@ -65,9 +65,8 @@ def node_selector(sel: dict[str, Any], path: str) -> Errs:
 
 def internal_terms(raw: Any) -> Any:
     """The internal []core.NodeSelectorTerm as json.Marshal prints it (Go field names, nil as null)."""
-    import json
 
-    from .verdict import GoRepr
+    from .verdict import GoRepr, go_json
 
     def req(r: Any) -> dict[str, Any]:
         r = as_dict(r)
@@ -80,4 +79,4 @@ def internal_terms(raw: Any) -> Any:
         return None
     terms = [{"MatchExpressions": lst(as_dict(t).get("matchExpressions")), "MatchFields": lst(as_dict(t).get("matchFields"))}
              for t in raw]
-    return GoRepr(json.dumps(terms, separators=(",", ":"), ensure_ascii=False))
+    return GoRepr(go_json(terms, sort_keys=False))

@@ -4,21 +4,20 @@ and each container's ``resources.claims``, plus the container basics a pod manif
 
 from __future__ import annotations
 
-import json
 from typing import Any, Mapping
 
 from .common import Errs, as_dict, as_list, dns_label
 from .errs import child, duplicate, index, invalid, not_found, required
 from .meta import validate_object_meta
 from .names import name_is_dns_subdomain
-from .verdict import GoRepr
+from .verdict import GoRepr, go_json
 
 
 def _claim_repr(claim: dict[str, Any]) -> GoRepr:
     """The internal core.PodResourceClaim as json.Marshal prints it (no JSON tags: Go field names)."""
     out: dict[str, Any] = {"Name": claim.get("name") or "", "ResourceClaimName": claim.get("resourceClaimName"),
                            "ResourceClaimTemplateName": claim.get("resourceClaimTemplateName")}
-    return GoRepr(json.dumps(out, separators=(",", ":"), ensure_ascii=False))
+    return GoRepr(go_json(out, sort_keys=False))
 
 
 def pod_resource_claims(claims: list[Any], path: str) -> Errs:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from .common import (ATTRIBUTE_KEY_MAX, Errs, as_dict, as_list, dns_label, dv_dns_label, driver_name, label_name, map_,
+from .common import (ATTRIBUTE_KEY_MAX, Errs, as_dict, as_list, dns_label, dv_dns_label, semantic_equal, driver_name, label_name, map_,
                      qualified_name, set_, slice_, taint)
 from .errs import child, duplicate, forbidden, index, invalid, mark, required, too_long
 from .meta import validate_object_meta, validate_object_meta_update
@@ -157,7 +157,7 @@ def device(d: Any, old: dict[str, Any] | None, path: str, per_device: Any, gates
     if nvals > MAX_ATTR_VALUES:
         errs.append(invalid(path, nvals, f"the total number of attribute values must not exceed {MAX_ATTR_VALUES}"))
     errs += map_(attrs, -1, ATTRIBUTE_KEY_MAX, qualified_name, device_attribute, child(path, "attributes"))
-    if old is None or as_dict(old.get("capacity")) != caps:
+    if old is None or not semantic_equal(old.get("capacity"), caps):
         def multi(c: Any, p: str) -> Errs:
             c = as_dict(c)
             if c.get("requestPolicy") is None:
@@ -166,7 +166,7 @@ def device(d: Any, old: dict[str, Any] | None, path: str, per_device: Any, gates
         errs += map_(caps, -1, ATTRIBUTE_KEY_MAX, qualified_name,
                      multi if d.get("allowMultipleAllocations") is True else _capacity_single,
                      child(path, "capacity"))
-    if old is None or old.get("taints") != d.get("taints"):
+    if old is None or not semantic_equal(old.get("taints"), d.get("taints")):
         errs += slice_(as_list(d.get("taints")), MAX_TAINTS, lambda t, p: taint(as_dict(t), None, p), child(path, "taints"))
     errs += set_(as_list(d.get("consumesCounters")), MAX_CONSUMPTIONS, _counter_consumption,
                  lambda c: as_dict(c).get("counterSet") or "", child(path, "consumesCounters"),

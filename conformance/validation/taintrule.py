@@ -7,7 +7,7 @@ from typing import Any, Mapping
 from .common import as_dict, dns_label, driver_name, pool_name, taint
 from .errs import child, invalid, required
 from .meta import validate_object_meta, validate_object_meta_update
-from .names import DNS1123_SUBDOMAIN_FMT, blen, regex_error
+from .names import DNS1123_SUBDOMAIN_FMT, blen
 from .verdict import FieldErr
 import re
 
@@ -41,20 +41,18 @@ def validate_pool_status_request(obj: dict[str, Any], gates: Mapping[str, bool],
     spec = as_dict(obj.get("spec"))
     dv: list[FieldErr] = []
     if old is not None:
-        if obj.get("spec") != old.get("spec"):
+        from .common import semantic_equal
+        if not semantic_equal(obj.get("spec"), old.get("spec")):
             dv.append(FieldErr("FieldValueInvalid", "spec", "field is immutable", value=None, origin="immutable", declarative=True))
         return errs + dv
     driver = spec.get("driver") or ""
     if not driver:
         dv.append(required("spec.driver", covered=True))
     else:
-        if blen(driver) > 253:
-            from .errs import too_long
-            dv.append(too_long("spec.driver", 253, covered=True))
-        if not _CASELESS.match(driver):
-            dv.append(invalid("spec.driver", driver, regex_error(_CASELESS_MSG, DNS1123_SUBDOMAIN_FMT, "Example.com"), covered=True))
+        from .names import is_dns1123_subdomain_caseless
+        dv += [invalid("spec.driver", driver, m, covered=True) for m in is_dns1123_subdomain_caseless(driver, True)]
     if spec.get("poolName") is not None:
-        dv += [FieldErr(e.type, e.field, e.detail, value=e.value, declarative=True) for e in pool_name(spec["poolName"], "spec.poolName")]
+        dv += dv_pool_name(spec["poolName"], "spec.poolName")
     limit = spec.get("limit")
     if limit is None:
         dv.append(required("spec.limit", covered=True))
@@ -69,3 +67,18 @@ def validate_pool_status_request(obj: dict[str, Any], gates: Mapping[str, bool],
 def _omit() -> Any:
     from .verdict import OMIT
     return OMIT
+
+
+def dv_pool_name(val: str, path: str) -> list[FieldErr]:
+    """validate.ResourcePoolName (declarative)."""
+    from .errs import too_long
+    from .names import is_dns1123_subdomain
+    errs: list[FieldErr] = []
+    if blen(val) > 253:
+        errs.append(too_long(path, 253, covered=True))
+    for i, part in enumerate(val.split("/")):
+        if not part:
+            errs.append(invalid(path, val, f"segment {i}: must not be empty", covered=True))
+            continue
+        errs += [invalid(path, part, f"segment {i}: " + m, covered=True) for m in is_dns1123_subdomain(part, True)]
+    return errs

@@ -77,9 +77,10 @@ def go_quote(s: str) -> str:
     return "".join(out)
 
 
-def go_json(value: Any) -> str:
-    """encoding/json.Marshal of a plain value (HTML characters escaped as Go does)."""
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+def go_json(value: Any, sort_keys: bool = True) -> str:
+    """encoding/json.Marshal of a plain value (HTML characters escaped as Go does); a map's keys
+    are sorted, a struct's (``sort_keys=False``) keep their order."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=sort_keys)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") \
         .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 

@@ -27,6 +27,7 @@ class Write:
     expect_error: str | None
     old_key: tuple[str, str, str] | None = None   # an earlier accepted write of the same object
     ident: str = field(default="")
+    case_gates: dict[str, bool] = field(default_factory=dict)  # the gates the case itself sets
 
 
 def case_writes() -> list[Write]:
@@ -50,7 +51,7 @@ def case_writes() -> list[Write]:
                     if obj["kind"] in ("ResourceClaim", "ResourceClaimTemplate", "Pod"):
                         meta.setdefault("namespace", NAMESPACE)
                     w = Write(case.id, step.index, obj, gates, dict(case.namespace_labels), step.expect_error,
-                              key if key in seen else None, f"{case.id}#{step.index}.{j}")
+                              key if key in seen else None, f"{case.id}#{step.index}.{j}", dict(case.feature_gates))
                     out.append(w)
                     if step.expect_error is None:
                         seen.add(key)

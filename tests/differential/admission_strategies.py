@@ -60,6 +60,9 @@ def base(kind: str) -> dict[str, Any]:
     if kind == "DeviceTaintRule":
         return {"apiVersion": "resource.k8s.io/v1", "kind": kind, "metadata": {"name": "r"},
                 "spec": {"deviceSelector": {"driver": "gpu.example.com"}, "taint": {"key": "example.com/k", "effect": "NoSchedule"}}}
+    if kind == "ResourcePoolStatusRequest":
+        return {"apiVersion": "resource.k8s.io/v1alpha3", "kind": kind, "metadata": {"name": "q"},
+                "spec": {"driver": "gpu.example.com"}}
     if kind == "Pod":
         return {"apiVersion": "v1", "kind": kind, "metadata": {"name": "p", "namespace": NS},
                 "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}],
@@ -283,14 +286,25 @@ def _rule_mutations() -> dict[str, tuple[Mutation, st.SearchStrategy[Any]]]:
             "name": (_set(("metadata", "name")), st.sampled_from(NAMES))}
 
 
-MUTATIONS = {"ResourceClaim": _claim_mutations(), "ResourceClaimTemplate": _claim_mutations(), "DeviceClass": _class_mutations(),
+def _pool_status_mutations() -> dict[str, tuple[Mutation, st.SearchStrategy[Any]]]:
+    return {"driver": (_set(("spec", "driver")), st.sampled_from(("gpu.example.com", "", "Bad_Driver", "a" * 254))),
+            "pool": (_set(("spec", "poolName")), st.sampled_from(("p", "", "a/b", "Bad", "a//b"))),
+            "limit": (_set(("spec", "limit")), st.sampled_from((None, 0, 1, 1000, 1001))),
+            "name": (_set(("metadata", "name")), st.sampled_from(NAMES))}
+
+
+MUTATIONS = {"ResourcePoolStatusRequest": _pool_status_mutations(), "ResourceClaim": _claim_mutations(), "ResourceClaimTemplate": _claim_mutations(), "DeviceClass": _class_mutations(),
              "ResourceSlice": _slice_mutations(), "Pod": _pod_mutations(), "DeviceTaintRule": _rule_mutations()}
 
 
 @st.composite
 def admission_inputs(draw: Any) -> dict[str, Any]:
-    """``{"object", "gates", "mutations"}``: a mutated object and the gates it is admitted with."""
+    """``{"object", "old", "gates", "mutations"}``: a mutated object, the stored object it updates
+    (or None: a create) and the gates it is admitted with."""
     kind = draw(st.sampled_from(tuple(MUTATIONS)))
+    # Pod updates are refused upstream for any spec change with a diff of the spec in the message,
+    # which the reference does not model: pods are only created here.
+    update = kind != "Pod" and draw(st.sampled_from((False, False, False, True)))
     obj = base(kind)
     table = MUTATIONS[kind]
     names = draw(st.lists(st.sampled_from(sorted(table)), min_size=0, max_size=3))
@@ -303,4 +317,13 @@ def admission_inputs(draw: Any) -> dict[str, Any]:
     gates = {g: draw(st.sampled_from(vals)) for g, vals in GATE_CHOICES.items()}
     if not gates["DRAConsumableCapacity"]:
         gates["DRAFractionalCapacityRange"] = False
-    return {"object": obj, "gates": gates, "mutations": applied}
+    if kind == "ResourcePoolStatusRequest":
+        gates["DRAResourcePoolStatus"] = True
+    old = None
+    if update:
+        old = base(kind)
+        old["metadata"].update({"uid": "0c5e0c1d-0000-4000-8000-000000000001", "resourceVersion": "7",
+                                "creationTimestamp": "2026-01-01T00:00:00Z"})
+        if kind == "DeviceTaintRule":
+            old["metadata"]["generation"] = 1
+    return {"object": obj, "old": old, "gates": gates, "mutations": applied + (["(update)"] if update else [])}

@@ -37,14 +37,15 @@ _FAILING: list[dict[str, Any]] = []
 
 def differences(oracle: Any, inp: dict[str, Any]) -> list[str]:
     gates = dict(DEFAULT_GATES, **inp["gates"])
-    ours = admit(inp["object"], gates=gates)
-    up = oracle.admit(inp["object"], gates=gates)
+    old = inp.get("old")
+    ours = admit(inp["object"], old, gates=gates)
+    up = oracle.admit(inp["object"], old, gates)
     return compare_verdicts(ours, up)
 
 
 def report(inp: dict[str, Any], diffs: list[str]) -> str:
     return ("minimised admission divergence (mutations: " + "; ".join(inp["mutations"]) + ")\n" + "\n".join(diffs) +
-            "\ninput (JSON):\n" + json.dumps({"object": inp["object"], "gates": inp["gates"]}, separators=(",", ":")))
+            "\ninput (JSON):\n" + json.dumps({"object": inp["object"], "old": inp.get("old"), "gates": inp["gates"]}, separators=(",", ":")))
 
 
 @pytest.fixture(scope="module")

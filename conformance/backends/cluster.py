@@ -28,7 +28,7 @@ from ..errors import ApiRejected
 from .base import Capabilities, HarnessError
 from .gatemetrics import observed_gates, stated_gates
 from .kubeapi import CASE_LABEL, CLEANUP_TIMEOUT, KubeApi, NAMESPACED, RUN_LABEL, first_line
-from .nodeside import node_side_unmet
+from .nodeside import node_side_unmet, shared_driver_unmet
 
 SCOPE_LABEL = "drakit.dev/scope"  # a case's nodes, and what its pods select, on a cluster drakit does not own
 
@@ -77,6 +77,7 @@ class ClusterSession:
             self._confine(obj)
         if obj["kind"] in NAMESPACED:
             meta.setdefault("namespace", self.namespace)
+            _mark_harness_driven(obj, self.run_id)
         else:
             meta.setdefault("labels", {}).update({RUN_LABEL: self.run_id, CASE_LABEL: _label(self.case.id)})
         name = meta.get("name")
@@ -293,6 +294,17 @@ class ClusterSession:
                 self.api.delete(kind, name, None)
 
 
+def _mark_harness_driven(obj: dict[str, Any], run_id: str) -> None:
+    """Claims a case makes (directly or through a template) carry the run label: the case plays
+    the driver's controller for them (``driverStatus`` steps), so an installed fake driver's
+    controller leaves their binding conditions alone (``fake_driver.kube.HARNESS_LABEL``)."""
+    if obj["kind"] == "ResourceClaim":
+        obj["metadata"].setdefault("labels", {})[RUN_LABEL] = run_id
+    elif obj["kind"] == "ResourceClaimTemplate":
+        template = obj.setdefault("spec", {}).setdefault("metadata", {})
+        template.setdefault("labels", {})[RUN_LABEL] = run_id
+
+
 def _label(text: str) -> str:
     value = text.replace("/", ".")[:63].strip("-_.")
     return value or "case"
@@ -388,7 +400,8 @@ class ClusterBackend:
                 return ("feature-disabled", f"the case needs {gate}={str(want).lower()}; {where} has "
                                             f"{str(target.gates.get(gate, False)).lower()}" + (f" ({how})" if how else "")
                         + ("; the local binaries do not accept it" if refused else ""))
-        node_side = node_side_unmet(case, target, self.api)
+        node_side = node_side_unmet(case, target, self.api) or (
+            None if self.local else shared_driver_unmet(case, target.api, RUN_LABEL))
         if node_side:
             return node_side
         for step in case.steps:

@@ -1,4 +1,5 @@
-"""Whether a target has a node side drakit can read for a case (its device metadata files)."""
+"""What a target's nodes and drivers let a case observe: a node side drakit can read (device
+metadata files), and a driver whose pools are all the case's own (pool status counts)."""
 
 from __future__ import annotations
 
@@ -7,20 +8,35 @@ from typing import Any
 from ..spec.case import Case
 
 
+#: What a case can only see on a node drakit runs itself: assertion -> what it reads there.
+NODE_SIDE_ASSERTIONS = {"deviceMetadata": "the device metadata files the driver writes on the node",
+                        "container": "what the container runtime gave a container",
+                        "nodeOperations": "the kubelet's calls to the driver"}
+NODE_SIDE_STEPS = {"restart": "restarts of a node's kubelet or driver"}
+
+
 def node_side_unmet(case: Case, target: Any, api: Any) -> tuple[str, str] | None:
-    """``no-node-side`` for a case that reads what a driver wrote on the node (its device
-    metadata files) when drakit does not run that node side itself (``target.node_side``):
-    through the API a node's files cannot be read, whichever kubelet serves the driver there."""
-    drivers = sorted({str(body.get("driver") or "") for step in case.steps if step.kind == "expect"
-                      for _line, name, body in step.assertions if name == "deviceMetadata"})
-    if not drivers or target.node_side is not None:
+    """``no-node-side`` for a case that observes the node side (device metadata files, container
+    records, the kubelet's calls, restarts) when drakit does not run that node side itself
+    (``target.node_side``): through the API a node's files and processes cannot be seen,
+    whichever kubelet serves the driver there."""
+    if target.node_side is not None:
         return None
-    names = ", ".join(d for d in drivers if d) or "the case's drivers"
-    served = nodes_serving(api, [d for d in drivers if d])
-    seen = (f"{served} Ready node(s) publish ResourceSlices of {names}, but" if served
-            else f"no Ready node publishes ResourceSlices of {names}, and")
-    return ("no-node-side", f"the case reads the device metadata files {names} writes on the node; {seen} "
-                            f"drakit reads node files only on nodes it runs itself (--cluster local)")
+    needs = [what for step in case.steps for what in
+             ([NODE_SIDE_STEPS[step.kind]] if step.kind in NODE_SIDE_STEPS else [])
+             + [NODE_SIDE_ASSERTIONS[name] for _line, name, _body in step.assertions if name in NODE_SIDE_ASSERTIONS]]
+    if not needs:
+        return None
+    drivers = sorted({str(body.get("driver")) for step in case.steps for _line, name, body in step.assertions
+                      if name in NODE_SIDE_ASSERTIONS and body.get("driver")})
+    seen = ""
+    if drivers:
+        served = nodes_serving(api, drivers)
+        names = ", ".join(drivers)
+        seen = (f"; {served} Ready node(s) publish ResourceSlices of {names}, but their node side is not drakit's"
+                if served else f"; no Ready node publishes ResourceSlices of {names}")
+    return ("no-node-side", f"the case observes {', '.join(dict.fromkeys(needs))}{seen}: drakit sees that only on "
+                            f"nodes it runs itself (--cluster local)")
 
 
 def nodes_serving(api: Any, drivers: list[str]) -> int:
@@ -33,3 +49,25 @@ def nodes_serving(api: Any, drivers: list[str]) -> int:
                     if (sl.get("spec") or {}).get("driver") in drivers} & nodes)
     except Exception:  # noqa: BLE001 - only the message's detail depends on it
         return 0
+
+
+def shared_driver_unmet(case: Case, api: Any, run_label: str) -> tuple[str, str] | None:
+    """``not-applicable`` for a case that counts every pool of a driver (a
+    ResourcePoolStatusRequest without a pool name) on a cluster where that driver has pools the
+    case did not publish (the cluster's own nodes): the count is the cluster's, not the case's."""
+    drivers = sorted({str((m.get("spec") or {}).get("driver") or "") for step in case.steps for m in step.manifests
+                      if m.get("kind") == "ResourcePoolStatusRequest" and not (m.get("spec") or {}).get("poolName")})
+    if not drivers:
+        return None
+    try:
+        foreign = sorted({f"{(sl.get('spec') or {}).get('driver')}/{((sl.get('spec') or {}).get('pool') or {}).get('name')}"
+                          for sl in api.list("ResourceSlice", None)
+                          if (sl.get("spec") or {}).get("driver") in drivers
+                          and run_label not in ((sl.get("metadata") or {}).get("labels") or {})})
+    except Exception:  # noqa: BLE001 - cannot tell: let the case run and say what it sees
+        return None
+    if not foreign:
+        return None
+    return ("not-applicable", f"the case counts every pool of {', '.join(drivers)}, and the cluster has "
+                              f"{len(foreign)} pool(s) of it the case did not publish ({', '.join(foreign[:3])}"
+                              f"{', ...' if len(foreign) > 3 else ''})")

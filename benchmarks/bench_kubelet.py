@@ -20,7 +20,8 @@ Usage: ``python benchmarks/bench_kubelet.py [--nodes 3] [--pods 50] [--batch 5] 
    node-side suites (device-metadata, device-status, device-taints with its hardware faults)
    with kwok nodes plus drakit's node agent (``DRAKIT_NODE_SIDE=agent``) and with real
    kubelets, in the same sitting; the ratio kubelet / agent. Cases that need a real kubelet
-   (the ``container`` assertion, restart steps) are left out of both, so both run the same cases.
+   (the ``container`` assertion, device health in pod status) are left out of both, so both run
+   the same cases.
 
 Progress goes to stderr, figures (or JSON) to stdout. Exit code 1 when a part failed.
 """
@@ -48,7 +49,7 @@ from drakit.fake_hw.inventory import build_inventory  # noqa: E402
 
 SHAPE = "server-8gpu"
 SUITES = ["conformance/suites/device-metadata", "conformance/suites/device-status", "conformance/suites/device-taints"]
-KUBELET_ONLY = "not container-gets-the-metadata-mount"
+KUBELET_ONLY = "not container-gets-the-metadata-mount and not fault-shows-in-pod-device-health"
 
 
 def log(msg: str) -> None:

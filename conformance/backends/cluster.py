@@ -28,7 +28,7 @@ from ..errors import ApiRejected
 from .base import Capabilities, HarnessError
 from .gatemetrics import observed_gates, stated_gates
 from .kubeapi import CASE_LABEL, CLEANUP_TIMEOUT, KubeApi, NAMESPACED, RUN_LABEL, first_line
-from .nodeside import node_side_unmet, shared_driver_unmet
+from .nodeside import kubelet_side_unmet, node_side_unmet, shared_driver_unmet
 
 SCOPE_LABEL = "drakit.dev/scope"  # a case's nodes, and what its pods select, on a cluster drakit does not own
 
@@ -400,7 +400,7 @@ class ClusterBackend:
                 return ("feature-disabled", f"the case needs {gate}={str(want).lower()}; {where} has "
                                             f"{str(target.gates.get(gate, False)).lower()}" + (f" ({how})" if how else "")
                         + ("; the local binaries do not accept it" if refused else ""))
-        node_side = node_side_unmet(case, target, self.api) or (
+        node_side = node_side_unmet(case, target, self.api) or kubelet_side_unmet(case, target) or (
             None if self.local else shared_driver_unmet(case, target.api, RUN_LABEL))
         if node_side:
             return node_side

@@ -71,3 +71,31 @@ def shared_driver_unmet(case: Case, api: Any, run_label: str) -> tuple[str, str]
     return ("not-applicable", f"the case counts every pool of {', '.join(drivers)}, and the cluster has "
                               f"{len(foreign)} pool(s) of it the case did not publish ({', '.join(foreign[:3])}"
                               f"{', ...' if len(foreign) > 3 else ''})")
+
+
+#: What only a real kubelet node drakit runs can show on a cluster: the container runtime's
+#: record, restarts of the kubelet or driver, the calls the driver served, device health in
+#: pod status (written by the kubelet from the driver's health stream).
+KUBELET_ASSERTIONS = ("container", "nodeOperations")
+
+
+def kubelet_side_unmet(case: Case, target: Any) -> tuple[str, str] | None:
+    """``no-node-side`` for a case that needs drakit's real kubelet nodes (``kubeletside``) on a
+    target without them: a cluster drakit did not start, or a local one without root (kwok
+    nodes and the node agent)."""
+    if getattr(target.node_side, "prepare", None) is not None:
+        return None
+    what = []
+    for step in case.steps:
+        if step.kind == "restart":
+            what.append("a restart step")
+        for _line, name, body in step.assertions:
+            if name in KUBELET_ASSERTIONS:
+                what.append(f"the {name} assertion")
+            elif name == "object" and "allocatedResourcesStatus" in repr(body.get("match")):
+                what.append("device health in pod status")
+    if not what:
+        return None
+    have = "kwok nodes with drakit's node agent" if target.node_side is not None else "no node side drakit runs"
+    return ("no-node-side", f"the case uses {', '.join(sorted(set(what)))}, which needs drakit's real kubelet "
+                            f"nodes (--cluster local, as root); the cluster has {have}")

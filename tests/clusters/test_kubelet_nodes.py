@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -213,3 +214,32 @@ def test_an_init_container_completes_and_the_pod_runs(kubelet_cluster):
     assert init["state"]["terminated"]["exitCode"] == 0 and init["state"]["terminated"]["reason"] == "Completed"
     record = read_cri_record(kubelet_cluster.kubelet_node("node-1").paths.cri_record)
     assert [e["container"] for e in containers_of(record, "kn2", "init")] == ["setup", "main"]
+
+
+def test_cluster_up_lists_ready_v1_37_2_kubelet_nodes_with_slices_and_down_leaves_nothing(tmp_path):
+    from drakit.clusters.local.pytest_fixture import kubelet_skip_reason, skip_or_fail
+
+    reason = kubelet_skip_reason()
+    if reason:
+        skip_or_fail(reason)
+    sysctls = kubeletnode.read_sysctls()
+    parent = Path(tempfile.mkdtemp(prefix="dk-up-"))  # short: node sockets live below it
+    run_dir = parent / "rd"  # 'up' makes it, so 'down' removes it
+    drakit = [sys.executable, "-m", "drakit.conformance.cli", "cluster"]
+    try:
+        up = subprocess.run([*drakit, "up", "--run-dir", str(run_dir), "--nodes", "1", "--hardware", "small-1gpu"],
+                            capture_output=True, text=True, timeout=300)
+        assert up.returncode == 0, up.stdout[-2000:] + up.stderr[-2000:]
+        assert "node node-1 (kubelet v1.37.2, hardware small-1gpu): gpu.acme.example.com, nic.swift.example.com" in up.stdout
+        state = procs.read_state(run_dir)
+        kube = Kube(load_api_client(run_dir / "kubeconfig"))
+        node = kube.get("/api/v1/nodes/node-1")
+        assert node["status"]["nodeInfo"]["kubeletVersion"] == "v1.37.2"
+        drivers = {s["spec"]["driver"] for s in kube.request("GET", SLICES, query={"fieldSelector": "spec.nodeName=node-1"})["items"]}
+        assert drivers == {"gpu.acme.example.com", "nic.swift.example.com"}
+        assert kube.get("/apis/resource.k8s.io/v1/deviceclasses/gpu.acme.example.com") is not None
+    finally:
+        down = subprocess.run([*drakit, "down", "--run-dir", str(run_dir)], capture_output=True, text=True, timeout=120)
+    assert down.returncode == 0, down.stderr
+    assert _leftovers(run_dir, state, sysctls) == []
+    parent.rmdir()

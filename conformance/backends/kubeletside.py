@@ -6,9 +6,11 @@ owns its Node, registers the fake drivers' plugins (served in-process by a
 :class:`clusters.nodeagent.LocalNode` without agent, in the kubelet's ``plugins_registry``),
 calls NodePrepareResources / NodeUnprepareResources itself and passes the CDI device IDs to
 the runtime, whose record a case can read (:meth:`CaseKubeletNodes.containers`). A kubelet node
-is kept for later cases with the same name, shape and labels; a case that needs the name with
-other hardware gets a fresh node (the old one is stopped and its Node deleted). The backend
-publishes the case's ResourceSlices after the new kubelet's start-up wipe of its node's slices.
+is kept for the next case that uses the same name, shape and labels; a case that needs the name
+with other hardware gets a fresh node, and nodes a case does not use are stopped (their Node
+deleted), so a case sees only its own nodes, as with kwok. The backend publishes the case's
+ResourceSlices after the new kubelet's start-up wipe of its node's slices, and again after a
+restart step restarted the kubelet (a driver republishes at once).
 
 Other case nodes are kwok nodes (``clusternode``): a node without hardware needs no node side;
 one with hardware and its own ``allocatable`` (which a kubelet would overwrite with the

@@ -175,7 +175,25 @@ class KubeletNodes:
         if self.kubelet_claim_read and not self.real.nodes:
             grant_claim_read(self.real.server, self._api_ctx())
         node = self.real.add(name, labels)
-        if wait:
+        if not wait:
+            return node
+        try:
+            self.wait_kubelet_nodes([name])
+        except RealNodeError as first:
+            if node.alive():
+                raise
+            # One more try with fresh ports: a port free_ports found free can be taken by another
+            # process on a busy machine before the kubelet binds it. The failed log is kept.
+            failed = node.paths.dir / "kubelet.log"
+            kept = self.real.run_dir / "logs" / f"kubelet-{name}-failed-start.log"
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                kept.write_bytes(failed.read_bytes())
+            except OSError:
+                pass
+            self.progress(f"kubelet node {name} exited at start; starting it again ({first})")
+            self.real.remove(name, self._api_ctx())
+            node = self.real.add(name, labels)
             self.wait_kubelet_nodes([name])
         return node
 

@@ -110,6 +110,10 @@ def load_text(text: str, file: str, profile: Mapping[str, str], *,
     errors: list[LoadError] = []
     starts = [start for start, _ in docs]
     for i, (start, doc) in enumerate(docs):
+        if len(errors) == MAX_ERRORS_PER_FILE - 1:  # enough said: the rest is not even checked
+            errors.append(LoadError(file, start, f"stopped after {len(errors)} problems: the "
+                                                 f"{len(docs) - i:,} documents from this line on were not loaded"))
+            break
         end = (starts[i + 1] - 1) if i + 1 < len(docs) else len(source)
         try:
             cases.append(_load_case(doc, file, start, end, source, profile, vocabulary))
@@ -117,7 +121,7 @@ def load_text(text: str, file: str, profile: Mapping[str, str], *,
             errors.append(exc)
     loaded = CaseIds().admit(LoadResult(tuple(cases), tuple(errors)))
     errors = sorted(loaded.errors, key=lambda e: e.line or 0)
-    if len(errors) > MAX_ERRORS_PER_FILE:
+    if len(errors) > MAX_ERRORS_PER_FILE:  # duplicate ids on top
         rest = len(errors) - MAX_ERRORS_PER_FILE + 1
         errors[MAX_ERRORS_PER_FILE - 1:] = [LoadError(file, errors[MAX_ERRORS_PER_FILE - 1].line,
                                                       f"{rest:,} more problems from this line on (not shown)")]
@@ -142,7 +146,27 @@ class CaseIds:
         return LoadResult(tuple(cases), tuple(errors))
 
 
+def _size_error(doc: Any, schema: Mapping[str, Any], path: tuple[object, ...] = ()) -> tuple[tuple[object, ...], str] | None:
+    """The first array or string over its schema's maxItems/maxLength along plain ``properties``,
+    found before the full validation, which would walk every item of a huge list first."""
+    limit = schema.get("maxItems") if isinstance(doc, list) else schema.get("maxLength") if isinstance(doc, str) else None
+    if limit is not None and len(doc) > limit:
+        what = "items" if isinstance(doc, list) else "characters"
+        return path, f"must have at most {limit} {what}, got {len(doc):,}"
+    if isinstance(doc, dict):
+        for key, sub in (schema.get("properties") or {}).items():
+            if key in doc:
+                found = _size_error(doc[key], sub, path + (key,))
+                if found:
+                    return found
+    return None
+
+
 def _schema_error(doc: Any, file: str, start: int) -> LoadError | None:
+    if isinstance(doc, dict):
+        too_big = _size_error(doc, _validator().schema)
+        if too_big:
+            return LoadError(file, line_of(doc, too_big[0]) or start, too_big[1], format_path(too_big[0]))
     errs = sorted(_validator().iter_errors(doc), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if not errs:
         return None

@@ -105,7 +105,9 @@ def run_corpus(root: Path) -> Outcome:
     build(root)
     lint_argvs = [lint_argv(root, e) for e in inputs.CASE_FILES]
     command_argvs = [argv_of(root, c) for c in inputs.COMMANDS]
-    batch, batch_rss, batch_s = _batch(lint_argvs + command_argvs + [["lint", str(root / "cases")]], root)
+    warm_up = [["lint", str(valid_path(root))]]  # the imports, paid once, not by the first refusal
+    batch, batch_rss, batch_s = _batch(warm_up + lint_argvs + command_argvs + [["lint", str(root / "cases")]], root)
+    batch = batch[1:]
     lint = {e.name: r for e, r in zip(inputs.CASE_FILES, batch)}
     commands = {c.name: r for c, r in zip(inputs.COMMANDS, batch[len(lint_argvs):])}
     out = root / "run-out"

@@ -98,6 +98,7 @@ class FakePlugin:
         self.server.stop(grace)
         if self._poller is not None:
             self._poller.join(timeout=5)
+        self.driver.close()
 
     def inject_fault(self, fault: Fault) -> None:
         self.health.inject(fault)

@@ -79,7 +79,8 @@ class PluginConfig:
     device_metadata: bool = False
     metadata_versions: tuple[str, ...] = ("v1beta1",)
     device_status: bool = True
-    durable: bool = True
+    durable: bool = True   # fsync the checkpoint's snapshots (and CDI spec folders' renames)
+    sync: bool = False     # also fsync every checkpoint journal record before answering
     pools: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -132,15 +133,30 @@ class FakeDriver:
         ensure_dir(config.data_dir, PRIVATE_DIR_MODE)
         if config.state_dir is not None:
             ensure_dir(config.state_dir, PRIVATE_DIR_MODE)
-        self._checkpoint = Checkpoint(config.checkpoint_path, durable=config.durable)
+        self._checkpoint = Checkpoint(config.checkpoint_path, durable=config.durable, sync=config.sync)
         self._state = threading.RLock()
         self._prepared: dict[str, PreparedClaim] = self._checkpoint.load()
+        self._recover(self._checkpoint.interrupted())
+        self._checkpoint.start()
         self._locks_guard = threading.Lock()
         self._locks: dict[str, list[Any]] = {}
         # devices with a "lost" hardware fault (FakePlugin wires it to its health monitor)
         self.lost: Callable[[], set[str]] = set
         # every NodePrepareResources / NodeUnprepareResources call, oldest first (bounded)
         self.calls: collections.deque[dict[str, Any]] = collections.deque(maxlen=MAX_CALLS)
+
+    def _recover(self, interrupted: dict[str, PreparedClaim]) -> None:
+        """Remove what prepares cut short by a crash wrote: they were never answered, so the
+        kubelet prepares those claims again."""
+        for record in interrupted.values():
+            log.info("prepare %s/%s (%s) was interrupted: removing its files", record.namespace, record.name,
+                     record.uid)
+            self._remove_files(record)
+            self._remove_leftovers(ClaimRef(record.namespace, record.uid, record.name), record)
+
+    def close(self) -> None:
+        """Fold the checkpoint's journal into its snapshot (the driver may still be used)."""
+        self._checkpoint.close()
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -219,13 +235,14 @@ class FakeDriver:
                 self._check_conflicts(record)
                 self._prepared[ref.uid] = record
             try:
+                self._checkpoint.begin(record)  # the intent first: a crash from here on is undone at start
                 self._write_files(record.files)
-                with self._state:
-                    self._checkpoint.save(self._prepared)
+                self._checkpoint.commit(ref.uid)
             except BaseException:
                 with self._state:
                     self._prepared.pop(ref.uid, None)
                 self._remove_files(record)
+                self._checkpoint.abort(ref.uid)
                 raise
         if status:
             try:
@@ -362,7 +379,7 @@ class FakeDriver:
             if record is not None:
                 with self._state:
                     self._prepared.pop(ref.uid, None)
-                    self._checkpoint.save(self._prepared)
+                self._checkpoint.remove(ref.uid)
 
     def _remove_files(self, record: PreparedClaim) -> None:
         for path in record.files:

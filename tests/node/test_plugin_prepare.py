@@ -12,6 +12,7 @@ import pytest
 
 from drakit.conformance.nodecheck import cdi as cdicheck
 from drakit.conformance.nodecheck import metadata as mdcheck
+from drakit.fake_driver.plugin.checkpoint import Checkpoint
 from drakit.fake_driver._gen import dra_v1_pb2 as pb, dra_v1beta1_pb2 as pbb, dra_v1beta1_pb2_grpc as pbbg
 from drakit.fake_driver.sampleclaims import allocated_claim, sample_claims
 
@@ -160,8 +161,10 @@ def test_concurrent_prepares_and_unprepares(start_plugin, inventory):
         t.join()
     assert errors == []
     assert len(plugin.driver.prepared()) == len(claims)
-    checkpoint = json.loads(plugin.config.checkpoint_path.read_text())
-    assert sorted(checkpoint["claims"]) == sorted(c["metadata"]["uid"] for c in claims)
+    # what a restarted driver would read back (snapshot plus journal)
+    checkpoint = Checkpoint(plugin.config.checkpoint_path)
+    assert sorted(checkpoint.load()) == sorted(c["metadata"]["uid"] for c in claims)
+    assert checkpoint.interrupted() == {}
     channel, stub = dra_stub(plugin.dra_socket)
     with channel:
         threads = [threading.Thread(target=unprepare, args=(stub, c)) for c in claims]

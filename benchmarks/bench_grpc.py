@@ -1,12 +1,15 @@
 """NodePrepareResources round trips against the fake kubelet plugin over a Unix socket.
 
-Usage: ``python benchmarks/bench_grpc.py [--calls N] [--warmup N] [--placement thread|process|both]``
+Usage: ``python benchmarks/bench_grpc.py [--calls N] [--warmup N] [--placement thread|process|sync|all]``
 
-Three measurements per placement (plugin in a thread of this process, or in a subprocess started
-with ``drakit driver serve``), each ``--calls`` sequential calls with one claim of one device:
+Three measurements per placement (plugin in a thread of this process; in a subprocess started
+with ``drakit driver serve``, as in production: checkpoint snapshots fsynced, journal records
+written; ``sync``: the same with ``--sync-journal``, every journal record fsynced before the
+answer), each ``--calls`` sequential calls with one claim of one device:
 
-- ``prepare (new claim)``: a claim never seen before: claim lookup, CDI spec written, checkpoint
-  written (fsync'd in the subprocess, as in production; not in the thread);
+- ``prepare (new claim)``: a claim never seen before: claim lookup, the checkpoint's intent
+  record, CDI spec written, the commit record (all claims stay prepared, so this also shows
+  whether a new claim costs more as more are prepared);
 - ``prepare (prepared)``: the same claim again (answered from the checkpointed state);
 - ``prepare+unprepare``: a full cycle for a fresh claim, as a pod start and stop would cause.
 
@@ -127,7 +130,7 @@ def measure(socket: Path, claims: list[dict[str, Any]], calls: int, warmup: int)
     measure_batches(socket, claims, max(1, calls // 32), 32)
 
 
-def in_thread(root: Path, claims: list[dict[str, Any]], calls: int, warmup: int) -> None:
+def in_thread(root: Path, claims: list[dict[str, Any]], calls: int, warmup: int, *extra: str) -> None:
     from drakit.fake_driver.plugin import FakePlugin, MemoryClaimSource, PluginConfig
     from drakit.fake_hw.inventory import build_inventory
     config = PluginConfig(driver=DRIVER, node=NODE, plugin_dir=root / "plugins", registry_dir=root / "registry",
@@ -140,12 +143,12 @@ def in_thread(root: Path, claims: list[dict[str, Any]], calls: int, warmup: int)
         plugin.stop(grace=0)
 
 
-def in_process(root: Path, claims: list[dict[str, Any]], calls: int, warmup: int) -> None:
+def in_process(root: Path, claims: list[dict[str, Any]], calls: int, warmup: int, *extra: str) -> None:
     claims_file = root / "claims.json"
     claims_file.write_text(json.dumps(claims))
     cmd = [sys.executable, "-m", "drakit.fake_driver.cli", "driver", "serve", "--driver", DRIVER, "--node", NODE,
            "--plugin-dir", str(root / "plugins"), "--registry-dir", str(root / "registry"),
-           "--cdi-dir", str(root / "cdi"), "--claims", str(claims_file), "--no-health"]
+           "--cdi-dir", str(root / "cdi"), "--claims", str(claims_file), "--no-health", *extra]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
         assert proc.stdout is not None
@@ -162,17 +165,22 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--warmup", type=int, default=200)
-    parser.add_argument("--placement", choices=("thread", "process", "both"), default="both")
+    parser.add_argument("--placement", choices=("thread", "process", "sync", "all"), default="all")
     args = parser.parse_args()
     claims = claims_for(args.warmup + 2 * args.calls)
     print(f"NodePrepareResources over a Unix socket, {args.calls} sequential calls, one claim of one device")
-    for name, run in (("thread", in_thread), ("process", in_process)):
-        if args.placement not in (name, "both"):
+    placements: dict[str, tuple[str, Callable[..., None], tuple[str, ...]]] = {
+        "thread": ("a thread of this process (no fsync)", in_thread, ()),
+        "process": ("a subprocess (snapshots fsynced, journal records written)", in_process, ()),
+        "sync": ("a subprocess with --sync-journal (every journal record fsynced)", in_process, ("--sync-journal",)),
+    }
+    for name, (label, run, extra) in placements.items():
+        if args.placement not in (name, "all"):
             continue
         root = Path(tempfile.mkdtemp(prefix="dkb", dir="/tmp"))
         try:
-            print(f"plugin in a {'thread of this process' if name == 'thread' else 'subprocess (fsync on)'}:")
-            run(root, claims, args.calls, args.warmup)
+            print(f"plugin in {label}:")
+            run(root, claims, args.calls, args.warmup, *extra)
         finally:
             shutil.rmtree(root, ignore_errors=True)
     return 0

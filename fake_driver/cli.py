@@ -54,6 +54,9 @@ def add_parsers(subparsers: Any) -> None:
                        help=f"fake_hw node shape name or file (default: {DEFAULT_SHAPE})")
     serve.add_argument("--state-dir", type=Path, default=None,
                        help="checkpoint folder (default: the driver's plugin data folder)")
+    serve.add_argument("--sync-journal", action="store_true",
+                       help="fsync every checkpoint journal record before answering (durable against power loss, "
+                            "at the disk's fsync latency per prepare)")
     serve.add_argument("--device-metadata", action="store_true",
                        help="write device metadata files and mount them via CDI")
     serve.add_argument("--metadata-versions", type=_csv, default=["v1beta1"],
@@ -164,7 +167,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                               state_dir=args.state_dir.absolute() if args.state_dir else None,
                               device_metadata=args.device_metadata,
                               metadata_versions=tuple(args.metadata_versions),
-                              device_status=not args.no_device_status)
+                              device_status=not args.no_device_status, sync=args.sync_journal)
         state_dir = config.state_dir or config.data_dir
         source: ClaimSource
         publishers: list[SlicePublisher] = []

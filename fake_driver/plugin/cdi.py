@@ -107,7 +107,8 @@ def mount_spec(kind: str, device_name: str, host_path: Path,
 
 
 def spec_bytes(spec: dict[str, Any]) -> bytes:
-    return (json.dumps(spec, indent=2) + "\n").encode()
+    """One line of JSON (the C encoder: several times faster than pretty-printing)."""
+    return (json.dumps(spec, separators=(",", ":")) + "\n").encode()
 
 
 def write_spec(path: Path, spec: dict[str, Any]) -> None:

@@ -257,6 +257,6 @@ class Checkpoint:
                 "pending": {uid: self._pending[uid].to_json() for uid in sorted(self._pending)}}
         doc = {"kind": KIND, "version": VERSION, "generation": generation, "checksum": zlib.crc32(_canonical(body)),
                **body}
-        atomic_write(self.path, (json.dumps(doc, indent=1) + "\n").encode(), MODE, durable=self.durable)
+        atomic_write(self.path, (json.dumps(doc, separators=(",", ":")) + "\n").encode(), MODE, durable=self.durable)
         self._writer.open(generation, fresh=True, mode=MODE, durable=self.durable)
         self._generation = generation

@@ -17,6 +17,7 @@ from __future__ import annotations
 import collections
 
 import logging
+import shutil
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -133,9 +134,15 @@ class FakeDriver:
         ensure_dir(config.data_dir, PRIVATE_DIR_MODE)
         if config.state_dir is not None:
             ensure_dir(config.state_dir, PRIVATE_DIR_MODE)
+        self._folders: set[Path] = set()  # folders known to exist (the CDI folder)
+        self._metadata_prefix = str(config.data_dir / metadata.HOST_DIR_NAME) + "/"
         self._checkpoint = Checkpoint(config.checkpoint_path, durable=config.durable, sync=config.sync)
         self._state = threading.RLock()
-        self._prepared: dict[str, PreparedClaim] = self._checkpoint.load()
+        self._prepared: dict[str, PreparedClaim] = {}
+        # device -> uids of the claims holding it with a dedicated allocation
+        self._dedicated: dict[tuple[str, str], dict[str, None]] = {}
+        for record in self._checkpoint.load().values():
+            self._hold(record)
         self._recover(self._checkpoint.interrupted())
         self._checkpoint.start()
         self._locks_guard = threading.Lock()
@@ -233,14 +240,14 @@ class FakeDriver:
             record, status = self._plan(ref, claim)
             with self._state:
                 self._check_conflicts(record)
-                self._prepared[ref.uid] = record
+                self._hold(record)
             try:
                 self._checkpoint.begin(record)  # the intent first: a crash from here on is undone at start
                 self._write_files(record.files)
                 self._checkpoint.commit(ref.uid)
             except BaseException:
                 with self._state:
-                    self._prepared.pop(ref.uid, None)
+                    self._release(ref.uid)
                 self._remove_files(record)
                 self._checkpoint.abort(ref.uid)
                 raise
@@ -333,31 +340,54 @@ class FakeDriver:
 
     def _check_conflicts(self, record: PreparedClaim) -> None:
         """The last line of defence: a device prepared for another claim is refused unless one of
-        the two allocations is shared (admin access or a share ID)."""
-        mine = {(d.pool, d.device) for d in record.devices}
-        for other in self._prepared.values():
-            if other.uid == record.uid:
+        the two allocations is shared (admin access or a share ID). Only the device's holders
+        with a dedicated allocation are looked at (:attr:`_dedicated`)."""
+        for d in record.devices:
+            key = (d.pool, d.device)
+            if key in record.shared:
                 continue
-            for d in other.devices:
-                key = (d.pool, d.device)
-                if key in mine and key not in record.shared and key not in other.shared:
-                    raise ClaimError(f"ResourceClaim {record.namespace}/{record.name}: device "
-                                     f"{d.pool}/{d.device} is already prepared for ResourceClaim "
-                                     f"{other.namespace}/{other.name} ({other.uid})")
+            for uid in self._dedicated.get(key, ()):
+                other = self._prepared.get(uid)
+                if other is None or other.uid == record.uid:
+                    continue
+                raise ClaimError(f"ResourceClaim {record.namespace}/{record.name}: device "
+                                 f"{d.pool}/{d.device} is already prepared for ResourceClaim "
+                                 f"{other.namespace}/{other.name} ({other.uid})")
+
+    def _hold(self, record: PreparedClaim) -> None:
+        """Index the record's devices (call with the state lock held)."""
+        self._prepared[record.uid] = record
+        for d in record.devices:
+            key = (d.pool, d.device)
+            if key not in record.shared:
+                self._dedicated.setdefault(key, {})[record.uid] = None
+
+    def _release(self, uid: str) -> None:
+        """Forget a record and its index entries (call with the state lock held)."""
+        record = self._prepared.pop(uid, None)
+        if record is None:
+            return
+        for d in record.devices:
+            got = self._dedicated.get((d.pool, d.device))
+            if got is not None:
+                got.pop(uid, None)
+                if not got:
+                    del self._dedicated[(d.pool, d.device)]
 
     def _write_files(self, files: Mapping[str, str]) -> None:
         for path_text, content in files.items():
             path = Path(path_text)
-            if self._is_metadata_file(path):
+            if self._is_metadata_file(path_text):
                 for folder in reversed(path.parents[:3]):
                     ensure_dir(folder, metadata.DIR_MODE)
-            else:
+            elif path.parent not in self._folders:
                 ensure_dir(path.parent, 0o755)
-            # no fsync: these files are rewritten from the (durable) checkpoint when missing
+                self._folders.add(path.parent)
+            # no fsync: these files are rewritten from the checkpoint when missing
             atomic_write(path, content.encode(), cdi.SPEC_MODE, durable=False)
 
-    def _is_metadata_file(self, path: Path) -> bool:
-        return (self.config.data_dir / metadata.HOST_DIR_NAME) in path.parents
+    def _is_metadata_file(self, path: str) -> bool:
+        return path.startswith(self._metadata_prefix)
 
     def _restore_files(self, record: PreparedClaim) -> None:
         missing = {p: c for p, c in record.files.items() if not Path(p).exists()}
@@ -378,7 +408,7 @@ class FakeDriver:
             self._remove_leftovers(ref, record)
             if record is not None:
                 with self._state:
-                    self._prepared.pop(ref.uid, None)
+                    self._release(ref.uid)
                 self._checkpoint.remove(ref.uid)
 
     def _remove_files(self, record: PreparedClaim) -> None:
@@ -386,8 +416,14 @@ class FakeDriver:
             remove_file(Path(path))
 
     def _remove_leftovers(self, ref: ClaimRef, record: PreparedClaim | None) -> None:
-        """Files a crash may have left behind before the checkpoint knew about them."""
+        """Files of a claim the checkpoint does not know: a power loss may have cost the
+        journal's newest records (a crash of the process cannot: see .checkpoint). A known
+        claim's files are exactly its record's, written after the record: nothing to look for
+        but its metadata folders."""
         if not ref.uid:
+            return
+        if record is not None:
+            self._remove_metadata_folders(record)
             return
         cdi_dir = self.config.cdi_dir
         if cdi_dir.is_dir():
@@ -404,3 +440,16 @@ class FakeDriver:
                 remove_file(spec)
             return
         metadata.remove_claim(self.config.data_dir, cdi_dir, self.driver, namespace, name, ref.uid)
+
+    def _remove_metadata_folders(self, record: PreparedClaim) -> None:
+        """The claim's metadata folder, once its files are gone (unless another live claim of
+        the same name uses it)."""
+        if not any(self._is_metadata_file(p) for p in record.files):
+            return
+        folder = metadata.host_dir(self.config.data_dir, record.namespace, record.name)
+        with self._state:
+            if any(o.uid != record.uid and (o.namespace, o.name) == (record.namespace, record.name)
+                   for o in self._prepared.values()):
+                return
+        if folder.is_dir():
+            shutil.rmtree(folder, ignore_errors=True)

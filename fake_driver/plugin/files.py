@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
+import threading
 from pathlib import Path
 
 # sun_path is 108 bytes on Linux including the terminating NUL.
@@ -43,15 +43,26 @@ def ensure_dir(path: Path, mode: int) -> Path:
 
 
 def atomic_write(path: Path, data: bytes, mode: int = 0o644, *, durable: bool = True) -> None:
-    """Replace ``path`` with ``data`` atomically, leaving it with permission bits ``mode``."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    """Replace ``path`` with ``data`` atomically, leaving it with permission bits ``mode``.
+
+    The temporary file is named for this process and thread (created exclusively, so a stale
+    one from a dead process of the same id is replaced, never shared)."""
+    tmp = os.path.join(path.parent, f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
-        with os.fdopen(fd, "wb") as handle:
-            os.fchmod(handle.fileno(), mode)
-            handle.write(data)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        except FileExistsError:  # left by a dead process that had our pid and thread id
+            os.unlink(tmp)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            os.fchmod(fd, mode)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
             if durable:
-                handle.flush()
-                os.fsync(handle.fileno())
+                os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException:
         try:

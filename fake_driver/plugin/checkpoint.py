@@ -164,7 +164,7 @@ class Checkpoint:
         try:
             doc = json.loads(raw)
             if doc.get("kind") != KIND or doc.get("version") not in READ_VERSIONS:
-                raise CheckpointError(self.path, f"not a version {VERSION} plugin checkpoint")
+                raise CheckpointError(self.path, "not a version 1 or 2 plugin checkpoint")
             body: dict[str, Any] = {"claims": doc["claims"]}
             if doc["version"] >= 2:
                 body["pending"] = doc["pending"]

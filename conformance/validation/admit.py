@@ -232,6 +232,9 @@ def _clear(obj: Any, path: tuple[object, ...], too_many: Any) -> bool:
         if value is None or value == "":
             parent[last] = "x" if last != "count" else 1  # a missing value: any will do
             return True
+        if isinstance(value, str) and value != "x":
+            parent[last] = "x"  # a malformed name: a plain valid one (the field may be required)
+            return True
         del parent[last]
         return True
     if isinstance(parent, list) and isinstance(last, int) and last < len(parent):

@@ -62,7 +62,7 @@ def _kit_version() -> str:
 def node_case(nodeid: str) -> dict[str, str]:
     """``{"id", "backend"}`` of a node id ``path::<case id>[<backend>]`` (a load-error item or
     another test keeps its name, backend ``-``)."""
-    name = nodeid.rsplit("::", 1)[-1]
+    name = re.sub(r"@[^\[\]@]*$", "", nodeid.rsplit("::", 1)[-1])  # pytest-xdist's loadgroup appends "@group"
     m = re.fullmatch(r"(.+)\[([a-z-]+)\]", name)
     if m and not name.startswith("load-error["):
         return {"id": m.group(1), "backend": m.group(2)}

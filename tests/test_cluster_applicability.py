@@ -41,6 +41,10 @@ def test_device_metadata_needs_a_node_side_drakit_runs() -> None:
                     Step(index=1, name="t", line=4, kind="expect", assertions=((5, "container", {"pod": "p"}),)))
     got = node_side_unmet(restart, SimpleNamespace(node_side=None), Api([], []))
     assert got is not None and got[0] == "no-node-side" and "restarts" in got[1] and "container runtime" in got[1]
+    health = _case(Step(index=0, name="s", line=3, kind="expect", assertions=((5, "object", {
+        "kind": "Pod", "name": "p", "match": {"status": {"containerStatuses": [{"name": "main"}]}}}),)))
+    got = node_side_unmet(health, SimpleNamespace(node_side=None), Api([], []))
+    assert got is not None and "the container statuses a kubelet writes" in got[1]
     assert node_side_unmet(case, SimpleNamespace(node_side=object()), Api([], [])) is None
     plain = _case(Step(index=0, name="s", line=3, kind="expect", assertions=((3, "podRunning", {"pod": "p"}),)))
     assert node_side_unmet(plain, SimpleNamespace(node_side=None), Api([], [])) is None

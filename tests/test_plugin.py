@@ -129,3 +129,27 @@ def test_a_case_the_harness_cannot_set_up_is_an_error_in_results(pytester: pytes
     assert by_id["demo/two"]["status"] == "error"
     assert by_id["demo/two"]["failure"]["summary"] == \
         "harness: setting up the case failed: RuntimeError: the fake node would not start"
+
+
+def test_a_shared_cluster_s_cases_are_one_xdist_group(pytester: pytest.Pytester) -> None:
+    """On a cluster reached through a kubeconfig the cluster items share one xdist group (one
+    worker, one at a time: cluster-scoped objects keep the cases' plain names); reference items
+    and the items of --cluster local (a cluster per worker) are not grouped."""
+    write_cases(pytester)
+    kubeconfig = pytester.path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\ncurrent-context: c\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n"
+                          "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:1'}}]\nusers: [{name: u, user: {token: x}}]\n")
+    pytester.makeconftest("""
+def pytest_collection_finish(session):
+    for item in session.items:
+        group = item.get_closest_marker("xdist_group")
+        print("ITEM", item.name, group.args[0] if group else "-")
+""")
+    res = pytester.runpytest("-p", "no:cacheprovider", "--collect-only", "-q", "-s", "--drakit-backend", "reference,cluster",
+                             "--drakit-kubeconfig", str(kubeconfig))
+    items = dict(line.split()[1:] for line in res.stdout.lines if line.startswith("ITEM "))
+    assert items["demo/one[cluster]"] == "drakit-shared-cluster" and items["demo/one[reference]"] == "-", items
+    res = pytester.runpytest("-p", "no:cacheprovider", "--collect-only", "-q", "-s", "--drakit-backend", "cluster",
+                             "--drakit-cluster", "local")
+    items = dict(line.split()[1:] for line in res.stdout.lines if line.startswith("ITEM "))
+    assert items["demo/one[cluster]"] == "-", items

@@ -24,7 +24,10 @@ def node_side_unmet(case: Case, target: Any, api: Any) -> tuple[str, str] | None
         return None
     needs = [what for step in case.steps for what in
              ([NODE_SIDE_STEPS[step.kind]] if step.kind in NODE_SIDE_STEPS else [])
-             + [NODE_SIDE_ASSERTIONS[name] for _line, name, _body in step.assertions if name in NODE_SIDE_ASSERTIONS]]
+             + [NODE_SIDE_ASSERTIONS[name] for _line, name, _body in step.assertions if name in NODE_SIDE_ASSERTIONS]
+             + ["the container statuses a kubelet writes" for _line, name, body in step.assertions
+                if name == "object" and body.get("kind") == "Pod"
+                and "containerStatuses" in ((body.get("match") or {}).get("status") or {})]]
     if not needs:
         return None
     drivers = sorted({str(body.get("driver")) for step in case.steps for _line, name, body in step.assertions

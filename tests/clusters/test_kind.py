@@ -331,7 +331,7 @@ def test_image_build_context_installs_the_deploy_files(tmp_path: Path) -> None:
     [wheel] = (tmp_path / "dist").glob("drakit-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     for yml in ("namespace", "serviceaccounts", "rbac", "kubelet-plugin", "controller"):
-        assert f"fake_driver/deploy/{yml}.yaml" in names
+        assert f"drakit/fake_driver/deploy/{yml}.yaml" in names
 
 
 # ---------------------------------------------------------------- the provider

@@ -103,7 +103,9 @@ class RealNodes:
             name = pending[0]
             node = self.nodes[name]
             if not node.alive():
-                raise RealNodeError(f"kubelet node {name} exited; last log lines:\n{_tail(node.paths.dir / 'kubelet.log')}")
+                dead = [role for role, p in node.procs.items() if not procs.info_alive(p)]
+                raise RealNodeError(f"kubelet node {name}: {' and '.join(dead)} exited; last log lines: "
+                                    + " | ".join(f"{role}: {_tail(node.paths.dir / f'{role}.log', 6)}" for role in dead))
             if node.wiped() and _node_ready(self.server, name, ctx):
                 took[name] = time.monotonic() - t0
                 pending.pop(0)
@@ -270,6 +272,6 @@ def _node_ready(server: str, name: str, ctx: ssl.SSLContext) -> bool:
 def _tail(path: Path, n: int = 25) -> str:
     try:
         lines = path.read_text(errors="replace").splitlines()[-n:]
-    except OSError:
-        return "(no log)"
-    return "\n".join("  | " + ln for ln in lines)
+    except OSError as exc:
+        return f"(no log: {exc})"
+    return "\n".join("  | " + ln for ln in lines) or "(empty log)"

@@ -66,6 +66,12 @@ def report_bug(exc: BaseException, context: str = "") -> str:
     return bug_line(exc, write_crash(exc, context))
 
 
+def log_bug(log: Any, what: str, exc: BaseException) -> None:
+    """Log an unexpected exception a server survives as one line naming the traceback's file
+    (instead of ``log.exception``, whose traceback would reach the user's terminal)."""
+    log.error("%s: %s", what, report_bug(exc, context=what))
+
+
 def last_resort(main: F) -> F:
     """Wrap a command's ``main``: an unexpected exception becomes one line on stderr and exit
     :data:`EXIT_BUG`; a closed stdout (``drakit features | head -1``) ends quietly."""

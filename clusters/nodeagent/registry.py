@@ -22,6 +22,7 @@ import grpc
 
 from .client import PluginClient, Registration, RegistrationError, register
 from .results import DeviceHealth, DriverInfo
+from drakit.conformance.crash import log_bug
 
 log = logging.getLogger("drakit.nodeagent")
 
@@ -97,8 +98,8 @@ class PluginRegistry:
         while not self._stop.wait(self.poll_interval):
             try:
                 self.scan()
-            except Exception:  # keep watching whatever one socket did
-                log.exception("scanning %s failed", self.registry_dir)
+            except Exception as exc:  # keep watching whatever one socket did
+                log_bug(log, f"scanning {self.registry_dir} failed", exc)
 
     def _sockets(self) -> dict[str, tuple[int, int]]:
         found: dict[str, tuple[int, int]] = {}

@@ -26,6 +26,7 @@ from ..spec.case import Case
 from .base import HarnessError
 from drakit.fake_driver.identity import driver_api_client
 from .reference import needs_device_metadata
+from ..crash import log_bug
 
 log = logging.getLogger("drakit.cluster.node")
 
@@ -95,6 +96,6 @@ class ClusterNodeSide:
         for node in self._nodes.values():
             try:
                 node.stop()
-            except Exception:  # noqa: BLE001 - best effort; the run is over
-                log.exception("stopping fake node %s", node.node)
+            except Exception as exc:  # noqa: BLE001 - best effort; the run is over
+                log_bug(log, f"stopping fake node {node.node}", exc)
         self._nodes.clear()

@@ -30,6 +30,7 @@ from ..spec.case import Case
 from .base import HarnessError
 from .clusternode import CaseNodes, ClusterNodeSide
 from .reference import needs_device_metadata
+from ..crash import log_bug
 
 log = logging.getLogger("drakit.cluster.kubelet")
 
@@ -180,7 +181,7 @@ class KubeletNodeSide:
         for running in self._nodes.values():
             try:
                 running.local.stop()
-            except Exception:  # noqa: BLE001 - best effort; the run is over
-                log.exception("stopping the plugins of %s", running.local.node)
+            except Exception as exc:  # noqa: BLE001 - best effort; the run is over
+                log_bug(log, f"stopping the plugins of {running.local.node}", exc)
         self._nodes.clear()
         self.kwok.stop()

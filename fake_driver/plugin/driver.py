@@ -31,6 +31,7 @@ from . import cdi, metadata
 from .checkpoint import Checkpoint, PreparedClaim, PreparedDevice
 from .claims import ClaimSource, ClaimSourceError
 from .files import atomic_write, ensure_dir, remove_file
+from drakit.conformance.crash import log_bug
 
 MAX_CALLS = 10000
 log = logging.getLogger("drakit.driver")
@@ -182,7 +183,7 @@ class FakeDriver:
             except ClaimError as err:
                 out[ref.uid] = ClaimOutcome(error=str(err))
             except Exception as err:  # a bug or an I/O failure: still only this claim fails
-                log.exception("prepare %s (%s) failed", ref, ref.uid)
+                log_bug(log, f"prepare {ref} ({ref.uid}) failed", err)
                 out[ref.uid] = ClaimOutcome(error=f"internal error preparing {ref}: {err}")
         return out
 
@@ -198,7 +199,7 @@ class FakeDriver:
             except ClaimError as err:
                 out[ref.uid] = str(err)
             except Exception as err:
-                log.exception("unprepare %s (%s) failed", ref, ref.uid)
+                log_bug(log, f"unprepare {ref} ({ref.uid}) failed", err)
                 out[ref.uid] = f"unprepare {ref} failed: {err}"
         return out
 

@@ -131,3 +131,38 @@ def test_hostile_request(request_: Request, gpu, caplog: pytest.LogCaptureFixtur
     released = v1.NodeUnprepareResources(pb.NodeUnprepareResourcesRequest(
         claims=[pb.Claim(namespace=NS, name="single", uid=good["metadata"]["uid"])]), timeout=10)
     assert released.claims[good["metadata"]["uid"]].error == ""
+
+
+def test_a_bug_while_preparing_fails_that_claim_and_logs_one_line(inventory, monkeypatch, tmp_path,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    import shutil
+    import tempfile
+
+    from drakit.conformance import crash
+    from drakit.fake_driver.plugin import FunctionClaimSource
+    monkeypatch.setenv(crash.CRASH_DIR_ENV, str(tmp_path))
+    claims = {c["metadata"]["name"]: c for c in sample_claims(inventory, GPU)}
+
+    def get(namespace: str, name: str) -> dict[str, Any] | None:
+        if name == "explode":
+            raise ZeroDivisionError("a bug in the claim source")
+        return claims.get(name)
+
+    root = Path(tempfile.mkdtemp(prefix="dkb", dir="/tmp"))
+    plugin = FakePlugin(config_for(root, GPU), inventory, FunctionClaimSource(get))
+    plugin.start()
+    channel = grpc.insecure_channel(f"unix://{plugin.dra_socket}")
+    try:
+        with caplog.at_level(logging.INFO):
+            reply = pbg.DRAPluginStub(channel).NodePrepareResources(pb.NodePrepareResourcesRequest(claims=[
+                pb.Claim(namespace=NS, name="explode", uid="uid-explode"),
+                pb.Claim(namespace=NS, name="single", uid=claims["single"]["metadata"]["uid"])]), timeout=10)
+        assert "internal error preparing" in reply.claims["uid-explode"].error
+        assert reply.claims[claims["single"]["metadata"]["uid"]].error == ""  # the other claim is served
+        (record,) = [r for r in caplog.records if "uid-explode" in r.getMessage()]
+        assert record.exc_info is None and "this is a drakit bug, the traceback is in" in record.getMessage()
+        assert "ZeroDivisionError" in next(tmp_path.glob("drakit-crash-*.txt")).read_text()
+    finally:
+        channel.close()
+        plugin.stop(grace=0)
+        shutil.rmtree(root, ignore_errors=True)

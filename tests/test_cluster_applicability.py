@@ -60,6 +60,8 @@ def test_counting_every_pool_of_a_driver_needs_the_pools_to_be_the_case_s_own() 
     assert shared_driver_unmet(case, Api([], [OWN_SLICE]), "drakit.dev/run") is None
     by_pool = _case(Step(index=0, name="s", line=3, kind="apply", manifests=({**request, "spec": {"driver": GPU, "poolName": "node-a"}},)))
     assert shared_driver_unmet(by_pool, Api([], [CLUSTER_SLICE]), "drakit.dev/run") is None
+    refused = _case(Step(index=0, name="s", line=3, kind="apply", manifests=(request,), expect_error="must be"))
+    assert shared_driver_unmet(refused, Api([], [CLUSTER_SLICE]), "drakit.dev/run") is None  # the API refuses it: no count
 
 
 def test_the_fake_driver_s_controller_leaves_a_case_s_claims_alone() -> None:

@@ -81,3 +81,33 @@ def test_a_kubeconfig_is_drakit_s_local_cluster_only_in_its_run_dir(tmp_path: Pa
     (tmp_path / "state.json").write_text("{}")
     assert local_run_dir(tmp_path / "kubeconfig") == tmp_path.resolve()
     assert local_run_dir(None) is None
+
+
+def test_the_api_server_s_metrics_through_the_kubeconfig_client() -> None:
+    """apiserver_gates reads /metrics with the client's own credentials; a refusal is a reason."""
+    from drakit.conformance.backends.gatemetrics import apiserver_gates
+
+    class Response:
+        def __init__(self, status: int, data: bytes) -> None:
+            self.status, self.data = status, data
+
+        def read(self) -> None:
+            pass
+
+    class Client:
+        def __init__(self, status: int) -> None:
+            self.status = status
+            self.asked: list[tuple[str, str, list[str]]] = []
+
+        def param_serialize(self, method: str, resource_path: str, auth_settings: list[str]) -> tuple[str, str]:
+            self.asked.append((method, resource_path, auth_settings))
+            return method, resource_path
+
+        def call_api(self, method: str, url: str, _request_timeout: float) -> Response:
+            return Response(self.status, METRICS.encode())
+
+    ok = Client(200)
+    gates, why = apiserver_gates(ok)
+    assert gates == parse_feature_metrics(METRICS) and why == ""
+    assert ok.asked == [("GET", "/metrics", ["BearerToken"])]
+    assert apiserver_gates(Client(403)) == (None, "kube-apiserver /metrics not readable (HTTP 403)")

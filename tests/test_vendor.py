@@ -228,12 +228,12 @@ def test_core_cases_through_a_kubeconfig_with_the_fake_profile(local_cluster: An
     assert cluster["kubernetesVersion"].startswith("v1.37.") and cluster["provider"] == "kubeconfig"
     assert cluster["context"] == "drakit-local" and "resource.k8s.io/v1" in cluster["servedApis"]
     assert cluster["featureGates"]["DRAPrioritizedList"] is True
-    assert cluster["featureGateSources"]["DRAPrioritizedList"] == "dry-run: field kept"
+    assert cluster["featureGateSources"]["DRAPrioritizedList"] == "kube-apiserver /metrics; dry-run: field kept: agrees"
     assert cluster["driver"]["underTest"] == "drakit fake driver" and not cluster["driver"]["installedByDrakit"]
     assert env["vendor"] == {"name": "drakit-fake", "file": "profile.yaml", "fakeDriver": True,
                              "drivers": ["gpu.acme.example.com", "gpu.nova.example.com", "nic.swift.example.com"]}
     html = (out / "report.html").read_text()
-    assert "<code>drakit-local</code>" in html and "dry-run: field kept" in html
+    assert "<code>drakit-local</code>" in html and "kube-apiserver /metrics; dry-run: field kept: agrees" in html
     for text in ((out / "results.json").read_text(), html, res.stdout):
         _no_credentials(text, local_cluster.kubeconfig)
 

@@ -51,16 +51,29 @@ def parse_feature_metrics(text: str) -> dict[str, bool]:
 def apiserver_gates(api_client: Any) -> tuple[dict[str, bool] | None, str]:
     """The API server's gates through the kubeconfig's credentials, or (None, why not)."""
     try:
-        response = api_client.call_api("/metrics", "GET", auth_settings=["BearerToken"], _preload_content=False,
-                                       _request_timeout=15)
-        raw = response[0] if isinstance(response, tuple) else response
-        data = raw.data if hasattr(raw, "data") else raw.read()
-        text = data[:MAX_METRICS_BYTES].decode("utf-8", errors="replace")
+        text = _get_text(api_client, "/metrics")
     except Exception as exc:  # RBAC (403), a proxy, no metrics: the gates stay to be inferred
         status = getattr(exc, "status", None)
         return None, f"kube-apiserver /metrics not readable ({f'HTTP {status}' if status else type(exc).__name__})"
     gates = parse_feature_metrics(text)
     return (gates, "") if gates else (None, "kube-apiserver /metrics lists no kubernetes_feature_enabled")
+
+
+class _HttpStatus(Exception):
+    def __init__(self, status: int) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+
+
+def _get_text(api_client: Any, path: str) -> str:
+    """GET *path* of the API server with the kubeconfig's credentials, as text (bounded)."""
+    params = api_client.param_serialize(method="GET", resource_path=path, auth_settings=["BearerToken"])
+    response = api_client.call_api(*params, _request_timeout=15)
+    response.read()
+    if response.status != 200:
+        raise _HttpStatus(int(response.status))
+    data = response.data
+    return bytes(data[:MAX_METRICS_BYTES]).decode("utf-8", errors="replace")
 
 
 def local_component_gates(run_dir: Path, get: Callable[[str, ssl.SSLContext], str] | None = None

@@ -58,8 +58,9 @@ def shared_driver_unmet(case: Case, api: Any, run_label: str) -> tuple[str, str]
     """``not-applicable`` for a case that counts every pool of a driver (a
     ResourcePoolStatusRequest without a pool name) on a cluster where that driver has pools the
     case did not publish (the cluster's own nodes): the count is the cluster's, not the case's."""
-    drivers = sorted({str((m.get("spec") or {}).get("driver") or "") for step in case.steps for m in step.manifests
-                      if m.get("kind") == "ResourcePoolStatusRequest" and not (m.get("spec") or {}).get("poolName")})
+    drivers = sorted({str((m.get("spec") or {}).get("driver")) for step in case.steps if not step.expect_error
+                      for m in step.manifests if m.get("kind") == "ResourcePoolStatusRequest"
+                      and (m.get("spec") or {}).get("driver") and not (m.get("spec") or {}).get("poolName")})
     if not drivers:
         return None
     try:

@@ -125,7 +125,10 @@ def figures(outcome: Outcome) -> str:
     codes: dict[int, int] = {}
     for r in list(outcome.lint.values()) + list(outcome.commands.values()):
         codes[r["code"]] = codes.get(r["code"], 0) + 1
-    slowest = max(list(outcome.lint.items()) + list(outcome.commands.items()), key=lambda kv: kv[1]["seconds"])
+    every_refusal = list(outcome.lint.items()) + list(outcome.commands.items())
+    slowest = max(every_refusal, key=lambda kv: kv[1]["seconds"])
+    costliest = max(every_refusal, key=lambda kv: kv[1]["cpu"])
+    over = [k for k, v in every_refusal if v["seconds"] > 2]
     valid = [c for c in (outcome.results or {}).get("cases", []) if c["id"] == "hostile/valid"]
     errors = [c for c in (outcome.results or {}).get("cases", []) if c.get("backend") == "-"]
     lines = [
@@ -138,10 +141,10 @@ def figures(outcome: Outcome) -> str:
         f"peak RSS: batch {outcome.peak_rss['batch'] / 1024:.0f} MiB, run {outcome.peak_rss['run'] / 1024:.0f} MiB "
         f"(address space limited to {LIMIT_BYTES >> 20} MiB)",
         f"wall: batch {outcome.seconds['batch']:.1f} s, run {outcome.seconds['run']:.1f} s; slowest refusal "
-        f"{slowest[0]} {slowest[1]['seconds']:.2f} s",
-        "each refusal (s): " + ", ".join(f"{k} {v['seconds']:.2f}" for k, v in
-                                         sorted(list(outcome.lint.items()) + list(outcome.commands.items()),
-                                                key=lambda kv: -kv[1]["seconds"])),
+        f"{slowest[0]} {slowest[1]['seconds']:.2f} s wall; most CPU {costliest[0]} {costliest[1]['cpu']:.2f} s; "
+        f"over 2 s wall: {', '.join(over) or 'none'}",
+        "each refusal (wall s / CPU s): " + ", ".join(f"{k} {v['seconds']:.2f}/{v['cpu']:.2f}" for k, v in
+                                                      sorted(every_refusal, key=lambda kv: -kv[1]["seconds"])),
     ]
     return "\n".join(lines)
 

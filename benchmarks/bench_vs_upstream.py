@@ -16,8 +16,15 @@ Workloads (defaults: 500 nodes of 8 GPUs, 5,000 claims):
   (2,000 fit, 3,000 do not).
 * ``partitionable``: GPUs published whole and as partitions sharing per-GPU counters; claims
   cycle through the 1g.10gb, 2g.20gb and 3g.40gb profiles (all fit).
+* ``gpu-5000-nodes``: the ``gpu`` workload on 5,000 nodes (ten times the nodes; all fit).
+* ``mixed``: nodes with Acme GPUs (whole and partitions) and Nova GPUs on two sockets and four
+  Swift NICs (one with virtual functions); claims cycle through five shapes: a Nova GPU and a
+  NIC on the same PCIe root (``matchAttribute`` across two requests), a prioritized list (an
+  Acme 3g.40gb partition, else a whole Nova GPU), two whole Acme GPUs on one NUMA node, two
+  1g.10gb partitions with ``distinctAttribute`` on the parent GPU, and any GPU plus two NIC
+  virtual functions (some fit, the rest do not once the nodes fill up).
 
-    python benchmarks/bench_vs_upstream.py [--nodes 500] [--claims 5000] [--workloads gpu,numa,partitionable]
+    python benchmarks/bench_vs_upstream.py [--nodes 500] [--claims 5000] [--workloads gpu,numa,...]
 
 Prints, per workload, both throughputs in claims per second (claims processed, whether they fit
 or not), the ratio ours/upstream, and whether both put every claim on the same node. drakit
@@ -60,6 +67,8 @@ class Workload:
     name: str
     partitionable: bool
     claim: Callable[[int, dict[str, str]], dict[str, Any]]
+    nodes: int | None = None   # instead of --nodes
+    shape: str = SHAPE
 
 
 def _claim(i: int, requests: list[dict[str, Any]], constraints: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -91,15 +100,60 @@ def _partition_claim(i: int, p: dict[str, str]) -> dict[str, Any]:
                                                    "selectors": [{"cel": {"expression": selector}}]}}])
 
 
+MIXED_SHAPE = """\
+name: bench-mixed
+sockets: 2
+partitioning: {partitioning}
+gpus:
+  - {{vendor: acme, model: acme-a100, count: 2, numa: 0, pcieRoot: 0}}
+  - {{vendor: acme, model: acme-a100, count: 2, numa: 0, pcieRoot: 1}}
+  - {{vendor: nova, model: nova-x1, count: 2, numa: 1, pcieRoot: 2}}
+  - {{vendor: nova, model: nova-x1, count: 2, numa: 1, pcieRoot: 3}}
+nics:
+  - {{vendor: swift, model: swift-cx100, numa: 0, pcieRoot: 0, vfs: 4}}
+  - {{vendor: swift, model: swift-cx100, numa: 0, pcieRoot: 1}}
+  - {{vendor: swift, model: swift-cx100, numa: 1, pcieRoot: 2, vfs: 4}}
+  - {{vendor: swift, model: swift-cx100, numa: 1, pcieRoot: 3}}
+"""
+
+
+def _mixed_claim(i: int, p: dict[str, str]) -> dict[str, Any]:
+    kind = i % 5
+    whole = f"{p['cel.gpu.type']} == 'gpu'"
+    if kind == 0:  # a Nova GPU and a NIC behind the same PCIe root
+        return _claim(i, [{"name": "gpu", "exactly": {"deviceClassName": p["class.gpu2"]}},
+                          {"name": "nic", "exactly": {"deviceClassName": p["class.nic"]}}],
+                      [{"matchAttribute": p["attr.gpu.pcieRoot"]}])
+    if kind == 1:  # an Acme 3g.40gb partition, else a whole Nova GPU
+        return _claim(i, [{"name": "gpu", "firstAvailable": [
+            {"name": "part", "deviceClassName": p["class.partition"],
+             "selectors": [{"cel": {"expression": f"{p['cel.gpu.profile']} == '3g.40gb'"}}]},
+            {"name": "nova", "deviceClassName": p["class.gpu2"]}]}])
+    if kind == 2:  # two whole Acme GPUs on one NUMA node
+        return _claim(i, [{"name": "gpus", "exactly": {"deviceClassName": p["class.gpu"], "count": 2,
+                                                       "selectors": [{"cel": {"expression": whole}}]}}],
+                      [{"matchAttribute": p["attr.gpu.numa"]}])
+    if kind == 3:  # two 1g.10gb partitions of different GPUs
+        return _claim(i, [{"name": "parts", "exactly": {"deviceClassName": p["class.partition"], "count": 2,
+                                                        "selectors": [{"cel": {"expression":
+                                                                               f"{p['cel.gpu.profile']} == '1g.10gb'"}}]}}],
+                      [{"distinctAttribute": p["attr.gpu.parentUUID"]}])
+    return _claim(i, [{"name": "gpu", "exactly": {"deviceClassName": p["class.anygpu"]}},  # any GPU and two VFs
+                      {"name": "vfs", "exactly": {"deviceClassName": p["class.nic"], "count": 2,
+                                                  "selectors": [{"cel": {"expression": f"has({p['cel.nic.physicalFunction']})"}}]}}])
+
+
 WORKLOADS = {
     "gpu": Workload("gpu", False, _gpu_claim),
     "numa": Workload("numa", False, _numa_claim),
     "partitionable": Workload("partitionable", True, _partition_claim),
+    "gpu-5000-nodes": Workload("gpu-5000-nodes", False, _gpu_claim, nodes=5000),
+    "mixed": Workload("mixed", True, _mixed_claim, shape=MIXED_SHAPE),
 }
 
 
 def build(w: Workload, nodes: int, claims: int) -> dict[str, Any]:
-    shape = shape_from_text(SHAPE.format(partitioning="partitionable" if w.partitionable else "none"), "bench")
+    shape = shape_from_text(w.shape.format(partitioning="partitionable" if w.partitionable else "none"), "bench")
     node_specs, slices = [], []
     for i in range(nodes):
         inv = build_inventory(shape, f"node-{i:04d}")
@@ -162,14 +216,15 @@ def main() -> None:
     ap.add_argument("--fresh", action="store_true",
                     help="also time drakit with a fresh slice index and CEL cache per claim (no reuse across claims)")
     args = ap.parse_args()
-    print(f"{args.claims} claims, {args.nodes} nodes of 8 GPUs; ours = drakit (Python), upstream = "
+    print(f"{args.claims} claims, {args.nodes} nodes of 8 GPUs (unless the workload says otherwise); ours = drakit "
+          f"(Python), upstream = "
           f"k8s.io/dynamic-resource-allocation v0.37.2 (Go); timing covers the allocation loop only")
     print(f"{'workload':<22} {'fit':>5} {'ours s':>8} {'ours c/s':>9} {'upstr s':>8} {'upstr c/s':>9} "
           f"{'ours/upstream':>13}  same nodes  (upstream channel)")
     with Oracle() as oracle:
         for name in args.workloads.split(","):
             w = WORKLOADS[name]
-            inp = build(w, args.nodes, args.claims)
+            inp = build(w, w.nodes or args.nodes, args.claims)
             ours_s, ours_at = run_python(inp)
             go_s, go_at, channel = run_go(oracle, inp)
             fit_ours = sum(1 for n in ours_at if n)

@@ -22,9 +22,13 @@ class CounterBook:
     knows nothing else); otherwise a device with committed shares or capacity counts too.
     """
 
-    def __init__(self, allocated: AllocatedState, *, dedicated_only: bool = False) -> None:
+    def __init__(self, allocated: AllocatedState, *, dedicated_only: bool = False,
+                 shared: dict[tuple[int, bool], tuple[Pool, tuple[str, ...], CounterUse]] | None = None) -> None:
+        """``shared``: the last result per pool, kept by whoever outlives this book (the slice
+        index): reused while the pool's committed devices are the same."""
         self.allocated = allocated
         self.dedicated_only = dedicated_only
+        self._last = shared if shared is not None else {}
         self._shared = allocated.shared_devices()
         self._available: dict[tuple[str, str], CounterUse] = {}
         self._baseline: dict[tuple[str, str], Running] = {}
@@ -43,16 +47,23 @@ class CounterBook:
         got = self._available.get(pool.key)
         if got is not None:
             return got
+        committed = tuple(d.name for s in pool.slices + pool.other_slices for d in s.devices
+                          if d.consumes_counters and self._committed((pool.driver, pool.name, d.name)))
+        last = self._last.get((id(pool), self.dedicated_only))
+        if last is not None and last[0] is pool and last[1] == committed:
+            self._available[pool.key] = last[2]
+            return last[2]
         avail = {name: dict(counters) for name, counters in pool.counter_sets.items()}
         for s in pool.slices + pool.other_slices:
             for d in s.devices:
-                if not self._committed((pool.driver, pool.name, d.name)):
+                if not d.consumes_counters or not self._committed((pool.driver, pool.name, d.name)):
                     continue
                 for c in d.consumes_counters:
                     for name, q in c.counters.items():
                         if c.counter_set in avail and name in avail[c.counter_set]:
                             avail[c.counter_set][name] = avail[c.counter_set][name] - q
         self._available[pool.key] = avail
+        self._last[(id(pool), self.dedicated_only)] = (pool, committed, avail)
         return avail
 
     def reserve(self, pool: Pool, used: CounterUse, device: Device) -> Callable[[], None] | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..model.slice import ResourceSlice, node_matches
+from ..quantity import Quantity
 from .nodeview import NodeView
 from .types import AllocationError, CandidateDevice, Features, NodeInfo, Pool
 
@@ -31,6 +32,8 @@ class SliceIndex:
         # one node asked for again with the same labels costs no sorting.
         self._last: dict[tuple[str, str], tuple[Features, dict[str, str], NodeView]] = {}
         self._entry_ids: dict[tuple[object, ...], int] = {}
+        # per pool, the counters its committed devices leave (see CounterBook.available)
+        self.counters: dict[tuple[int, bool], tuple[Pool, tuple[str, ...], dict[str, dict[str, Quantity]]]] = {}
         self.all: list[ResourceSlice] = list(slices)
         self.position: dict[int, int] = {id(s): i for i, s in enumerate(self.all)}
         self.node_local: dict[str, list[ResourceSlice]] = {}

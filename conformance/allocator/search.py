@@ -80,7 +80,7 @@ class Allocator:
         self.allocated = allocated or AllocatedState()
         self.share_ids = share_ids or (lambda: str(uuid.uuid4()))
         self.cel = cel_cache or SelectorCache()
-        self._book = CounterBook(self.allocated)  # committed counters and groups, per pool
+        self._book = CounterBook(self.allocated, shared=self.index.counters)  # committed counters and groups, per pool
         self._plans: dict[tuple[int, int], tuple[ResourceClaim, ClaimPlan | AllocationError]] = {}
         self._picked: tuple[Features, tuple[str, ...], str] | None = None  # the features' channel
         self._views_for: tuple[Features, str | None] | None = None
@@ -98,7 +98,7 @@ class Allocator:
         self._stable = self.channel == "stable"
         self._experimental = self.channel == "experimental"
         if self._stable and not self._book.dedicated_only:
-            self._book = CounterBook(self.allocated, dedicated_only=True)
+            self._book = CounterBook(self.allocated, dedicated_only=True, shared=self.index.counters)
         view = self._node_view(node, picked[2])
         self._view = view
         self._node = node

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..cel import CelDevice, CelRuntimeError, compile_selector, device_is_plain, encode_device, evaluate_derived, read_key
+from ..cel import (CelDevice, CelRuntimeError, Selector, compile_selector, device_is_plain, encode_device,
+                   evaluate_derived, read_key)
 from ..attributes import AttributeValue
 from ..model.slice import Device
 
@@ -22,6 +23,7 @@ class SelectorCache:
         self._encoded: dict[tuple[int, bool], tuple[Device, object]] = {}
         self._results: dict[tuple[str, int, bool], object] = {}
         self._plain: dict[int, tuple[Device, bool]] = {}
+        self._selectors: dict[str, tuple[Selector, tuple[tuple[str, ...], ...] | None, bool]] = {}
         self._by_reads: dict[tuple[object, ...], object] = {}
 
     def encoded(self, device: Device, driver: str, allow_multiple: bool | None = None) -> object:
@@ -47,23 +49,36 @@ class SelectorCache:
             raise got
         return got  # type: ignore[return-value]
 
-    def _shared_key(self, reads: tuple[tuple[str, ...], ...], device: Device, driver: str) -> tuple[object, ...] | None:
+    def _shared_key(self, reads: tuple[tuple[str, ...], ...], capacity: bool, device: Device,
+                    driver: str) -> tuple[object, ...] | None:
         hit = self._plain.get(id(device))
         if hit is None or hit[0] is not device:
             hit = (device, device_is_plain(driver, device.attributes, device.capacity))
             self._plain[id(device)] = hit
         if not hit[1]:
             return None
-        return read_key(reads, driver, device.attributes, {k: c.value for k, c in device.capacity.items()})
+        values = {k: c.value for k, c in device.capacity.items()} if capacity else {}
+        return read_key(reads, driver, device.attributes, values)
+
+    def _compiled(self, expression: str) -> tuple[Selector, tuple[tuple[str, ...], ...] | None, bool]:
+        """The selector, its reads and whether they include a capacity (CelCompileError if it
+        does not compile, every time)."""
+        hit = self._selectors.get(expression)
+        if hit is None:
+            selector = compile_selector(expression)
+            reads = selector.reads
+            hit = (selector, reads, reads is not None and any(r[0] == "capacity" for r in reads))
+            self._selectors[expression] = hit
+        return hit
 
     def evaluate(self, expression: str, device: Device, driver: str, allow_multiple: bool) -> bool:
         key = (expression, id(device), allow_multiple)
         got = self._results.get(key)
         if got is None:
-            selector = compile_selector(expression)  # CelCompileError propagates
+            selector, reads, capacity = self._compiled(expression)  # CelCompileError propagates
             shared = None
-            if selector.reads is not None:
-                values = self._shared_key(selector.reads, device, driver)
+            if reads is not None:
+                values = self._shared_key(reads, capacity, device, driver)
                 if values is not None:
                     shared = (expression, allow_multiple, values)
                     got = self._by_reads.get(shared)

@@ -214,9 +214,10 @@ class CaseFile(pytest.File):
                     item.add_marker(getattr(pytest.mark, feature_marker(f)))
                 item.add_marker(getattr(pytest.mark, f"backend_{backend}"))
                 item.add_marker(getattr(pytest.mark, f"profile_{case.profile}"))
-                if backend == "cluster" and self.config.getoption("--drakit-cluster") != "local":
-                    # one shared cluster: its cases run one at a time on one worker (cluster-scoped
-                    # objects have the case's plain names); each worker of --cluster local has its own
+                if backend == "cluster":
+                    # one cluster's cases run one at a time on one worker: cluster-scoped objects keep
+                    # the cases' plain names, and real kubelet nodes of two workers would collide
+                    # (node names, host ports); per-case prefixes are not implemented
                     item.add_marker(pytest.mark.xdist_group("drakit-shared-cluster"))
                 yield item
 

@@ -132,9 +132,9 @@ def test_a_case_the_harness_cannot_set_up_is_an_error_in_results(pytester: pytes
 
 
 def test_a_shared_cluster_s_cases_are_one_xdist_group(pytester: pytest.Pytester) -> None:
-    """On a cluster reached through a kubeconfig the cluster items share one xdist group (one
-    worker, one at a time: cluster-scoped objects keep the cases' plain names); reference items
-    and the items of --cluster local (a cluster per worker) are not grouped."""
+    """Cluster items share one xdist group (one worker, one at a time: cluster-scoped objects keep
+    the cases' plain names, and two workers' real kubelet nodes would collide); reference items
+    are not grouped."""
     write_cases(pytester)
     kubeconfig = pytester.path / "kubeconfig"
     kubeconfig.write_text("apiVersion: v1\nkind: Config\ncurrent-context: c\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n"
@@ -152,4 +152,4 @@ def pytest_collection_finish(session):
     res = pytester.runpytest("-p", "no:cacheprovider", "--collect-only", "-q", "-s", "--drakit-backend", "cluster",
                              "--drakit-cluster", "local")
     items = dict(line.split()[1:] for line in res.stdout.lines if line.startswith("ITEM "))
-    assert items["demo/one[cluster]"] == "-", items
+    assert items["demo/one[cluster]"] == "drakit-shared-cluster", items

@@ -29,6 +29,9 @@ from drakit.clusters.local import pki, procs
 from drakit.clusters.local.errors import ClusterError
 from drakit.clusters.local.kubeletnode import MAX_NODE_DIR, KubeletNode
 
+#: How often a kubelet node that exits while starting is started again (each time with fresh ports).
+START_ATTEMPTS = 3
+
 Progress = Callable[[str], None]
 
 
@@ -179,24 +182,25 @@ class KubeletNodes:
         node = self.real.add(name, labels)
         if not wait:
             return node
-        try:
-            self.wait_kubelet_nodes([name])
-        except RealNodeError as first:
-            if node.alive():
-                raise
-            # One more try with fresh ports: a port free_ports found free can be taken by another
-            # process on a busy machine before the kubelet binds it. The failed log is kept.
-            failed = node.paths.dir / "kubelet.log"
-            kept = self.real.run_dir / "logs" / f"kubelet-{name}-failed-start.log"
-            kept.parent.mkdir(parents=True, exist_ok=True)
+        for attempt in range(1, START_ATTEMPTS + 1):
             try:
-                kept.write_bytes(failed.read_bytes())
-            except OSError:
-                pass
-            self.progress(f"kubelet node {name} exited at start; starting it again ({first})")
-            self.real.remove(name, self._api_ctx())
-            node = self.real.add(name, labels)
-            self.wait_kubelet_nodes([name])
+                self.wait_kubelet_nodes([name])
+                return node
+            except RealNodeError as failure:
+                if node.alive() or attempt == START_ATTEMPTS:
+                    raise
+                # Again with fresh ports: a port free_ports found free can be taken by another
+                # process on a busy machine before the kubelet binds it. Each failed log is kept.
+                failed = node.paths.dir / "kubelet.log"
+                kept = self.real.run_dir / "logs" / f"kubelet-{name}-failed-start-{attempt}.log"
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    kept.write_bytes(failed.read_bytes())
+                except OSError:
+                    pass
+                self.progress(f"kubelet node {name} exited at start; starting it again ({failure})")
+                self.real.remove(name, self._api_ctx())
+                node = self.real.add(name, labels)
         return node
 
     def wait_kubelet_nodes(self, names: list[str]) -> dict[str, float]:

@@ -75,6 +75,9 @@ FEATURES: tuple[Feature, ...] = (
             "6072", (), "GA", True),
     Feature("prequeueing-hints", "PreQueueingHints for DRA events",
             "6132", ("SchedulerPreQueueingHints",), "alpha", False),
+    Feature("driver", "DRA driver contract: the driver under test on its own inventory (registration, "
+            "slices, allocation, prepare, the pod's CDI edits, unprepare, reuse, restarts)",
+            "5970", (), "opt-in", True),
 )
 
 BY_ID: dict[str, Feature] = {f.id: f for f in FEATURES}

@@ -51,6 +51,9 @@ class ClusterSession:
         self.faults = FaultState(case)
         from .caselog import CaseLog
         self.logs_dir: Path | None = None  # the local control plane's component logs
+        self.vendor: Any = None           # driver suite: the vendor profile (driver under test)
+        self.bindings: dict[str, str] = {}  # driver suite: ${inv.*} bound from the driver's slices
+        self.driver_nodes: Any = None     # driver suite on the local cluster: drivernodes.DriverNodes
         self.log = CaseLog().__enter__()
 
     def inject_fault(self, node: str, device: str, kind: str, effect: str) -> None:
@@ -197,6 +200,9 @@ class ClusterSession:
     def restart(self, node: str, component: str) -> None:
         """A restart step on a real kubelet node: its kubelet (runtime and pods stay; it waits for
         Ready again) or its fake driver plugins (waits until the kubelet registered them)."""
+        if self.driver_nodes is not None:  # the driver suite's nodes
+            self.driver_nodes.restart("plugin" if component == "driver" else component, node)
+            return
         side = self.node_side
         if getattr(side, "restart_kubelet", None) is None:
             raise HarnessError("restart steps need drakit's real kubelet nodes (--cluster local, as root)")
@@ -237,6 +243,19 @@ class ClusterSession:
         from .containers import from_cri_event
         found = reader(self.namespace, pod, container)
         return from_cri_event(found[-1]) if found else None
+
+    def container_env(self, pod: str, container: str | None) -> dict[str, str] | None:
+        """What the pod's container got from the driver's CDI edits: on drakit's nodes, the CDI
+        devices prepared for it resolved on its node; elsewhere, the ``KEY=value`` lines the pod
+        printed (driver-suite pods print their environment)."""
+        if self.driver_nodes is not None:
+            return self.driver_nodes.container_env(self.namespace, pod, container)  # type: ignore[no-any-return]
+        try:
+            from kubernetes.client import CoreV1Api
+            text = CoreV1Api(self.api.api_client).read_namespaced_pod_log(pod, self.namespace, container=container)
+        except Exception:  # noqa: BLE001 - not running yet, or no log: the expect step retries
+            return None
+        return dict(line.partition("=")[::2] for line in str(text).splitlines() if "=" in line)
 
     def list(self, kind: str) -> list[dict[str, Any]]:
         return self.api.list(kind, self._ns(kind))
@@ -359,6 +378,9 @@ class ClusterBackend:
             drivers = list(vendor.driver_names) if vendor is not None else None
             self.installed = install_fake_driver(self.api, image=opt("--drakit-driver-image"), drivers=drivers)
             self._stops.append(self.installed.remove)
+        from .drivertarget import DriverSide
+        self.driver_side = DriverSide(self.api, vendor, local=self.main if self.local else None)
+        self._stops.append(self.driver_side.stop)  # before the cluster goes (last first)
 
     def teardown_note(self) -> str | None:
         """What :meth:`close` is about to stop, for the console (None: nothing to wait for)."""
@@ -409,6 +431,8 @@ class ClusterBackend:
                 if not target.discovery.serves(m.get("apiVersion", ""), m.get("kind", "")):
                     return ("api-not-served", f"the case uses {m.get('kind')} in {m.get('apiVersion')}, which {where} "
                                               f"does not serve (served: {', '.join(target.discovery.served)})")
+        if "driver" in case.features:
+            return self.driver_side.unmet(case)
         return None
 
     def environment(self) -> dict[str, Any]:
@@ -420,7 +444,8 @@ class ClusterBackend:
                "context": self.api.target.context, "cluster": self.api.target.cluster,
                "featureGates": dict(sorted(self.gates.items())), "servedApis": list(self.discovery.served),
                "featureGateSources": dict(sorted(self.discovery.sources.items())),
-               "driver": driver_mode(self.vendor, self.installed is not None)}
+               "driver": driver_mode(self.vendor, self.installed is not None),
+               "driverUnderTest": self.driver_side.describe()}
         session = self.config.pluginmanager.get_plugin("session")
         planned = self.alternate.planned(getattr(session, "items", None) or [], self.name) if self.alternate else []
         if planned:
@@ -460,6 +485,10 @@ class ClusterBackend:
         session.logs_dir = target.logs_dir
         if not self.local and case.nodes:
             session.scope = _label(f"{self.run_id}.{case.id}")
+        if "driver" in case.features:
+            session.vendor = self.vendor
+            session.bindings = self.driver_side.bindings(case)
+            session.driver_nodes = self.driver_side.nodes
         try:
             session.apply({"apiVersion": "v1", "kind": "Namespace",
                            "metadata": {"name": ns, "labels": {**case.namespace_labels, RUN_LABEL: self.run_id}}})
@@ -475,7 +504,7 @@ class ClusterBackend:
                 else:
                     session.apply(obj)
             session.wait_for_nodes([n.name for n in case.nodes])
-            if target.node_side is not None:
+            if target.node_side is not None and case.nodes:
                 session.node_side = target.node_side.open(case, ns)
         except ApiRejected as exc:
             session.close(failed=False)

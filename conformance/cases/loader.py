@@ -33,7 +33,7 @@ import jsonschema
 from ..errors import FieldError, LoadError, format_path
 from ..features import BY_ID, DEFAULT_GATES
 from ..model import parse_object
-from ..spec.case import Case, NodeSpec, Step
+from ..spec.case import Case, DeviceNeed, Inventory, NodeSpec, Step
 from ..spec.needs import derive_needs
 from ..yamlmarks import DEFAULT_LIMITS, MarkedDict, YamlLimits, line_of, load_documents
 from .placeholders import resolve, substitute_runtime
@@ -235,6 +235,7 @@ def _load_case(doc: Any, file: str, start: int, end: int, source: tuple[str, ...
         feature_gates=gates, namespace_labels=dict((doc.get("namespace") or {}).get("labels") or {}),
         nodes=nodes, install_classes=bool(hw.get("classes", True)), steps=steps, file=file, line=start,
         end_line=end, source=source, needs=derive_needs(doc, start), unresolved=unresolved,
+        behaviour=doc.get("behaviour"), inventory=_inventory(doc, file, start),
     )
 
 
@@ -249,6 +250,23 @@ def _placeholder_problem(key: str, profile: Mapping[str, str]) -> str:
     if role not in roles:
         return f"not in the vendor profile: no {kind} for role {role!r}; roles: {', '.join(roles)}"
     return "not in the vendor profile"
+
+
+def _inventory(doc: Any, file: str, start: int) -> Inventory | None:
+    raw = doc.get("inventory")
+    if raw is None:
+        return None
+    needs: list[DeviceNeed] = []
+    for j, d in enumerate(raw.get("devices") or []):
+        for ref in ("sameNodeAs", "otherNodeThan"):
+            if ref in d and d[ref] not in {n.name for n in needs}:
+                raise LoadError(file, line_of(doc, ("inventory", "devices", j, ref)) or start,
+                                f"{ref}: {d[ref]!r} is not a device named before it", f"inventory.devices[{j}].{ref}")
+        if d["name"] in {n.name for n in needs}:
+            raise LoadError(file, line_of(doc, ("inventory", "devices", j, "name")) or start,
+                            f"device name {d['name']!r} is used twice", f"inventory.devices[{j}].name")
+        needs.append(DeviceNeed(d["name"], d.get("sameNodeAs"), d.get("otherNodeThan"), d.get("attribute")))
+    return Inventory(tuple(needs), int(raw.get("nodes") or 0))
 
 
 @functools.lru_cache(maxsize=64)

@@ -1,7 +1,10 @@
 """``${...}`` placeholders: a closed set, resolved from a vendor profile at load time.
 
-``${namespace}`` is the one run-time placeholder (each backend names its own namespace).
-Anything else must be a key of the profile; an unknown key is a load error, never a literal.
+Run-time placeholders are ``${namespace}`` (each backend names its own namespace) and, in
+driver-suite cases, ``${inv.<name>.node|pool|device}`` (the devices bound from the driver's
+ResourceSlices at setup, ``conformance.spec.inventory``) and ``${podImage}`` (an image whose
+``sh`` prints the container's environment, for clusters where drakit reads it from the log). Anything else must be a key of the
+profile; an unknown key is a load error, never a literal.
 """
 
 from __future__ import annotations
@@ -10,7 +13,12 @@ import re
 from typing import Any, Callable, Mapping
 
 PATTERN = re.compile(r"\$\{([A-Za-z0-9_.\-]+)\}")
-RUNTIME = frozenset({"namespace"})
+RUNTIME = frozenset({"namespace", "podImage"})
+VALIDATION_VALUE = "drakit-validate"  # stands in for an inventory value while a manifest is validated
+
+
+def is_runtime(key: str) -> bool:
+    return key in RUNTIME or key.startswith("inv.")
 
 
 def resolve(value: Any, profile: Mapping[str, str], on_unknown: Callable[[tuple[object, ...], str], None],
@@ -20,7 +28,7 @@ def resolve(value: Any, profile: Mapping[str, str], on_unknown: Callable[[tuple[
     if isinstance(value, str):
         def sub(m: re.Match[str]) -> str:
             key = m.group(1)
-            if key in RUNTIME:
+            if is_runtime(key):
                 return m.group(0)
             if key not in profile:
                 on_unknown(path, key)
@@ -42,13 +50,25 @@ def resolve(value: Any, profile: Mapping[str, str], on_unknown: Callable[[tuple[
     return value
 
 
-def substitute_runtime(value: Any, namespace: str) -> Any:
+def substitute_runtime(value: Any, namespace: str, bound: Mapping[str, str] | None = None) -> Any:
+    """``${namespace}`` and the bound inventory values; ``bound=None`` is for validation only:
+    every ``${inv.*}`` becomes :data:`VALIDATION_VALUE`."""
     if isinstance(value, str):
-        return value.replace("${namespace}", namespace)
+        if "${" not in value:
+            return value
+
+        def sub(m: re.Match[str]) -> str:
+            key = m.group(1)
+            if key == "namespace":
+                return namespace
+            if key.startswith("inv.") or key == "podImage":
+                return VALIDATION_VALUE if bound is None else bound.get(key, m.group(0))
+            return m.group(0)
+        return PATTERN.sub(sub, value)
     if isinstance(value, dict):
-        return {k: substitute_runtime(v, namespace) for k, v in value.items()}
+        return {k: substitute_runtime(v, namespace, bound) for k, v in value.items()}
     if isinstance(value, list):
-        return [substitute_runtime(v, namespace) for v in value]
+        return [substitute_runtime(v, namespace, bound) for v in value]
     return value
 
 

@@ -11,7 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..backends.base import ApiRejected, HarnessError, Session
-from .checks import CHECKS, ExpectationFailed, claim_name
+from .checks import CHECKS as _CASE_CHECKS
+from .checks import ExpectationFailed, claim_name
+from .driverchecks import DRIVER_CHECKS
+
+CHECKS = {**_CASE_CHECKS, **DRIVER_CHECKS}
 from ..spec.case import Case, Step
 from .placeholders import substitute_runtime
 
@@ -100,7 +104,7 @@ def _diff(expected: Any, actual: Any) -> str | None:
 def _run_step(step: Step, s: Session, clock: Callable[[], float], sleep: Callable[[float], None]) -> None:
     if step.kind == "apply":
         for m in step.manifests:
-            obj = substitute_runtime(m, s.namespace)
+            obj = substitute_runtime(m, s.namespace, _bound(s))
             what = f"{obj['kind']} {obj['metadata'].get('name') or obj['metadata'].get('generateName', '')}"
             try:
                 s.apply(obj)
@@ -136,7 +140,8 @@ def _run_step(step: Step, s: Session, clock: Callable[[], float], sleep: Callabl
         restart = getattr(s, "restart", None)
         if restart is None:
             raise HarnessError("this backend cannot restart a node's kubelet or driver (restart steps need drakit's node side)")
-        restart(step.restart["node"], step.restart["component"])
+        r = substitute_runtime(step.restart, s.namespace, _bound(s))
+        restart(r["node"], r["component"])
         return
     if step.kind == "advance":
         assert step.seconds is not None
@@ -170,7 +175,7 @@ def _run_step(step: Step, s: Session, clock: Callable[[], float], sleep: Callabl
         try:
             for line, name, body in step.assertions:
                 try:
-                    CHECKS[name](s, substitute_runtime(body, s.namespace))
+                    CHECKS[name](s, substitute_runtime(body, s.namespace, _bound(s)))
                 except ExpectationFailed as exc:
                     raise _Failure(line, exc.summary, exc.expected, exc.actual) from None
             return
@@ -178,6 +183,11 @@ def _run_step(step: Step, s: Session, clock: Callable[[], float], sleep: Callabl
             if s.synchronous or clock() >= deadline:
                 raise
         sleep(POLL_INTERVAL)
+
+
+def _bound(s: Session) -> dict[str, str]:
+    """The inventory values bound for a driver-suite case (``${inv.*}``), if any."""
+    return dict(getattr(s, "bindings", None) or {})
 
 
 class _NotYet(_Failure):
@@ -189,7 +199,7 @@ def _driver_status(step: Step, s: Session) -> None:
     entries of the named devices (resolved from the allocation for ``request`` items), write
     the whole status back through the status subresource."""
     assert step.status is not None
-    body = substitute_runtime(step.status, s.namespace)
+    body = substitute_runtime(step.status, s.namespace, _bound(s))
     try:
         name = claim_name(s, body["claim"])
     except ExpectationFailed as exc:

@@ -34,6 +34,24 @@ class NodeSpec:
 
 
 @dataclass(frozen=True)
+class DeviceNeed:
+    """One device of the driver under test a driver-suite case needs (``inventory.devices``)."""
+
+    name: str
+    same_node_as: str | None = None
+    other_node_than: str | None = None
+    attribute: str | None = None  # a qualified attribute name the device must publish
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """What a driver-suite case needs of the driver under test's published devices."""
+
+    devices: tuple[DeviceNeed, ...] = ()
+    nodes: int = 0
+
+
+@dataclass(frozen=True)
 class Case:
     id: str
     title: str
@@ -52,6 +70,8 @@ class Case:
     source: tuple[str, ...] = field(repr=False, default=())  # every line of the file
     needs: tuple[Need, ...] = ()            # powers only the fake driver has (derived + declared)
     unresolved: tuple[str, ...] = ()        # placeholders the vendor profile does not define
+    behaviour: str | None = None            # driver suite: the contract behaviour it proves
+    inventory: Inventory | None = None      # driver suite: devices bound at setup (${inv.*})
 
     def excerpt(self, line: int, context: int = 3) -> dict[str, Any]:
         start = max(self.line, line - context)

@@ -1,0 +1,292 @@
+"""Nodes of drakit's local cluster that run the driver under test (the driver suite).
+
+Two nodes, ``drakit-driver-1`` and ``-2``. On each, the driver's kubelet plugin runs:
+
+- a vendor's own driver from its profile's ``driverUnderTest.plugin`` command template
+  (``clusters.local.vendorplugin``: a private mount namespace, ``/var/run/cdi`` bound to the
+  node's CDI folder), with the DeviceClasses the profile lists;
+- drakit's fake driver (the role under test, on the profile's first shape) in-process, its
+  slices published through the API as the fake driver's controller side does.
+
+The node's kubelet side is drakit's node agent (``clusters.nodeagent``: the kubelet's DRA
+manager's role, registering the plugin through its registry folder and preparing the claims of
+pods bound to the node over the plugin's real socket) on a kwok node, until real kubelet nodes
+(issue 11) are the local cluster's node side. ``describe()`` says which it is.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .base import HarnessError
+
+COUNT = 2
+NODE_SIDE = "drakit node agent (the kubelet's DRA role) on kwok nodes"
+
+
+def cdi_env(folder: Path) -> dict[str, list[str]]:
+    """CDI device id -> the env entries its spec gives (spec-wide edits first), for the JSON and
+    YAML specs in ``folder`` (what a CDI-aware runtime resolves; node-check validates the specs)."""
+    import json
+
+    import yaml
+    out: dict[str, list[str]] = {}
+    if not folder.is_dir():
+        return out
+    for path in sorted(folder.iterdir()):
+        try:
+            text = path.read_text(encoding="utf-8")
+            doc = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text) if path.suffix in (".yaml", ".yml") else None
+        except (OSError, ValueError, yaml.YAMLError):
+            continue
+        if not isinstance(doc, dict):
+            continue
+        common = [str(e) for e in (doc.get("containerEdits") or {}).get("env") or []]
+        for device in doc.get("devices") or []:
+            own = [str(e) for e in (device.get("containerEdits") or {}).get("env") or []]
+            out[f"{doc.get('kind')}={device.get('name')}"] = common + own
+    return out
+
+
+class _Node:
+    def __init__(self, name: str, root: Path) -> None:
+        self.name = name
+        self.root = root
+        self.plugin: Any = None  # clusters.local.vendorplugin.VendorPlugin
+        self.local: Any = None   # clusters.nodeagent.LocalNode (fake driver)
+        self.agent: Any = None   # clusters.nodeagent.NodeAgent
+
+    @property
+    def cdi_dir(self) -> Path:
+        return self.local.cdi_dir if self.local is not None else self.root / "cdi"
+
+
+class DriverNodes:
+    def __init__(self, target: Any, vendor: Any) -> None:
+        self.target = target
+        self.vendor = vendor
+        self.dut = vendor.under_test
+        self.nodes: dict[str, _Node] = {}
+        self.runtime: Any = None
+        self.root: Path | None = None
+        self.classes: list[str] = []
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self.dut.plugin is None and not self.vendor.fake:
+            return  # nothing drakit could start: the suite finds no slices and says why
+        from drakit.clusters.local.kwokconfig import fake_node
+        from drakit.clusters.nodeagent.kube import KubeNodeRuntime
+        self.root = Path(tempfile.mkdtemp(prefix="drakit-drv-"))  # short: Unix socket paths
+        api = self.target.api
+        try:
+            for i in range(1, COUNT + 1):
+                node = _Node(f"drakit-driver-{i}", self.root / f"n{i}")
+                self.nodes[node.name] = node
+                if api.get("Node", node.name, None) is None:
+                    api.create(fake_node(node.name, {"drakit.dev/driver-under-test": "true"}))
+            self._wait_ready()
+            for node in self.nodes.values():
+                self._start_node(node)
+            self._install_classes()
+            self.runtime = KubeNodeRuntime(self.target.node_side.admin, {n.name: self._side(n) for n in self.nodes.values()})
+            self.runtime.start()
+        except HarnessError:
+            self.stop()
+            raise
+        except Exception as exc:  # noqa: BLE001 - one line for the run, the rest is in the logs
+            self.stop()
+            raise HarnessError(f"{type(exc).__name__}: {exc}") from None
+
+    def _side(self, node: _Node) -> Any:
+        return node.local if node.local is not None else node.agent
+
+    def _start_node(self, node: _Node) -> None:
+        from drakit.clusters.nodeagent import LocalNode, NodeAgent
+        if self.dut.plugin is not None:
+            from drakit.clusters.local.vendorplugin import NodeFolders, PluginStartError, VendorPlugin
+            folders = NodeFolders(node.root / "registry", node.root / "plugins", node.root / "cdi")
+            cluster = self.target.cluster
+            node.plugin = VendorPlugin(self.dut.driver, self.dut.plugin.command, self.dut.plugin.folders, node.name,
+                                       folders, cluster.kubeconfig, cluster.bin_dir, node.root / "plugin.log")
+            try:
+                node.plugin.start()
+            except (PluginStartError, KeyError) as exc:
+                raise HarnessError(str(exc)) from None
+            node.agent = NodeAgent(folders.registry_dir, node.name, state_dir=node.root / "agent")
+            node.agent.start()
+            return
+        from drakit.fake_driver.slices import publish_slices
+        from drakit.fake_hw.inventory import build_inventory
+        shape = (self.vendor.shapes or ("server-8gpu",))[0]
+        claims = self.target.node_side.claims
+        inventory = build_inventory(shape, node.name)
+        node.local = LocalNode(inventory, claims.get_claim, root=node.root, drivers=[self.dut.driver],
+                               write_status=claims.write_device_status, check_reserved=True, device_metadata=True)
+        node.local.start()
+        node.agent = node.local.agent
+        for s in publish_slices(inventory):
+            if s["spec"]["driver"] == self.dut.driver:
+                s["metadata"] = {"generateName": f"{node.name}-{self.dut.driver}-",
+                                 "labels": {"drakit.dev/driver-under-test": "true"}}
+                self.target.api.create(s)
+
+    def _install_classes(self) -> None:
+        if self.dut.plugin is not None:
+            from drakit.fake_driver.classes import device_class
+            wanted = [device_class(name, selector) for name, selector in self.dut.plugin.device_classes]
+        else:
+            from drakit.fake_driver.classes import device_classes
+            wanted = [c for c in device_classes() if c["metadata"]["name"] == self.dut.class_name]
+        for obj in wanted:
+            if self.target.api.get("DeviceClass", obj["metadata"]["name"], None) is None:
+                self.target.api.create(obj)
+                self.classes.append(obj["metadata"]["name"])
+
+    def _wait_ready(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        for name in self.nodes:
+            while True:
+                node = self.target.api.get("Node", name, None) or {}
+                ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                            for c in (node.get("status") or {}).get("conditions") or [])
+                tainted = any(t.get("key", "").startswith("node.kubernetes.io/")
+                              for t in (node.get("spec") or {}).get("taints") or [])
+                if ready and not tainted:
+                    break
+                if time.monotonic() > deadline:
+                    raise HarnessError(f"node {name} did not become Ready within {timeout:.0f} s")
+                time.sleep(0.1)
+
+    def wait_for_slices(self, timeout: float = 20.0) -> None:
+        """Until every node has a slice of the driver (a plugin publishes a moment after start)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            nodes = {(s.get("spec") or {}).get("nodeName") for s in self.target.api.list("ResourceSlice", None)
+                     if (s.get("spec") or {}).get("driver") == self.dut.driver}
+            if set(self.nodes) <= nodes:
+                return
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        if self.runtime is not None:
+            self.runtime.stop()
+            self.runtime = None
+        api = self.target.api
+        for node in self.nodes.values():
+            for part in (node.plugin, node.local if node.local is not None else node.agent):
+                if part is not None:
+                    try:
+                        part.stop()
+                    except Exception:  # noqa: BLE001,S110 - best effort at the end of the run
+                        pass
+            try:
+                for s in api.list("ResourceSlice", None):
+                    if (s.get("spec") or {}).get("nodeName") == node.name:
+                        api.delete("ResourceSlice", s["metadata"]["name"], None)
+                api.delete("Node", node.name, None)
+            except Exception:  # noqa: BLE001,S110 - the cluster may be going down already
+                pass
+        for name in self.classes:
+            try:
+                api.delete("DeviceClass", name, None)
+            except Exception:  # noqa: BLE001,S110
+                pass
+        self.nodes.clear()
+        if self.root is not None:
+            shutil.rmtree(self.root, ignore_errors=True)
+            self.root = None
+
+    # -- what the driver checks read ------------------------------------------------------------
+
+    def describe(self) -> dict[str, Any]:
+        how = "vendor plugin from the profile's command template" if self.dut.plugin is not None else \
+            "drakit's fake driver" if self.vendor.fake else "not started (the profile gives no plugin command)"
+        return {"names": sorted(self.nodes), "plugin": how, "nodeSide": NODE_SIDE}
+
+    def _node(self, name: str) -> _Node:
+        if name not in self.nodes:
+            raise HarnessError(f"node {name} is not one of the driver's nodes ({', '.join(sorted(self.nodes))})")
+        return self.nodes[name]
+
+    def registered(self, name: str) -> tuple[bool, str]:
+        node = self._node(name)
+        drivers = node.agent.drivers() if node.agent is not None else {}
+        if self.dut.driver in drivers:
+            return True, "registered"
+        failures = node.agent.registration_failures() if node.agent is not None else {}
+        return False, "; ".join(f"{k}: {v}" for k, v in failures.items()) or f"registered: {sorted(drivers) or 'none'}"
+
+    def cdi_specs_naming(self, uid: str) -> list[str]:
+        found = []
+        for node in self.nodes.values():
+            folder = node.cdi_dir
+            if not folder.is_dir():
+                continue
+            for path in sorted(folder.iterdir()):
+                try:
+                    if uid in path.name or uid in path.read_text(errors="replace"):
+                        found.append(f"{node.name}:{path.name}")
+                except OSError:
+                    continue
+        return found
+
+    def container_env(self, namespace: str, pod_name: str, container: str | None) -> dict[str, str] | None:
+        """The environment the CDI devices prepared for the pod's claims resolve to on its node
+        (what a CDI-aware runtime would give the container), or None before the pod is prepared."""
+        pod = self.target.api.get("Pod", pod_name, namespace)
+        if pod is None or (pod.get("spec") or {}).get("nodeName") not in self.nodes:
+            return None
+        node = self.nodes[pod["spec"]["nodeName"]]
+        containers = pod["spec"].get("containers") or []
+        chosen = next((c for c in containers if container is None or c["name"] == container), None)
+        if chosen is None:
+            return None
+        used = {c["name"] for c in (chosen.get("resources") or {}).get("claims") or []}
+        names = {}
+        for ref in pod["spec"].get("resourceClaims") or []:
+            if ref["name"] in used:
+                name = ref.get("resourceClaimName") or next(
+                    (st.get("resourceClaimName") for st in (pod.get("status") or {}).get("resourceClaimStatuses") or []
+                     if st.get("name") == ref["name"]), None)
+                if name:
+                    names[ref["name"]] = name
+        infos = node.agent.claim_infos() if node.agent is not None else {}
+        ids: list[str] = []
+        for claim_name in names.values():
+            claim = self.target.api.get("ResourceClaim", claim_name, namespace)
+            info = infos.get(claim["metadata"]["uid"]) if claim else None
+            if info is None or not info.prepared:
+                return None
+            ids += [i for d in info.drivers.get(self.dut.driver, ()) for i in d.cdi_ids]
+        edits = cdi_env(node.cdi_dir)
+        env: dict[str, str] = {}
+        for cdi_id in ids:
+            for entry in edits.get(cdi_id, []):
+                key, _, value = entry.partition("=")
+                env[key] = value
+        return env
+
+    def restart(self, component: str, name: str) -> None:
+        node = self._node(name)
+        if component == "plugin":
+            if node.plugin is None:
+                raise HarnessError("restarting drakit's in-process fake driver is not supported; a vendor plugin is")
+            try:
+                node.plugin.restart()
+            except Exception as exc:  # noqa: BLE001
+                raise HarnessError(f"restarting the plugin on {name}: {exc}") from None
+            return
+        if node.local is not None:
+            raise HarnessError("restarting the node side of drakit's in-process fake driver is not supported")
+        from drakit.clusters.nodeagent import NodeAgent
+        node.agent.stop()
+        node.agent = NodeAgent(node.plugin.folders.registry_dir, node.name, state_dir=node.root / "agent")
+        node.agent.start()
+        if self.runtime is not None:
+            self.runtime.nodes[name] = node.agent

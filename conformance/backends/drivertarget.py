@@ -1,0 +1,122 @@
+"""The driver under test, as the cluster backend sees it: its inventory, nodes and version.
+
+:class:`DriverSide` serves the driver suite (cases with ``features: [driver]``):
+
+- ``unmet(case)``: binds the case's ``inventory`` to the devices the driver under test publishes
+  in the target's ResourceSlices (``conformance.spec.inventory``), or skips it as ``inventory``
+  naming what is missing (a cluster where the driver is absent publishes nothing: every case
+  of the suite is skipped and the run is INCOMPLETE); a case needing what only drakit's own
+  nodes can do (registration, restarts, CDI files) is skipped as ``backend`` elsewhere.
+- ``bindings(case)``: the ``${inv.*}`` values for the case's session.
+- on drakit's local cluster, :class:`~.drivernodes.DriverNodes`: nodes that run the driver's
+  kubelet plugin (started from the vendor profile's command template, or drakit's fake
+  drivers), started with the first driver case and stopped at the end of the run.
+- ``describe()``: the driver's name and version as published (the profile's ``version``
+  attribute of the driver's devices, when it has one) for results.json.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..spec.case import Case
+from ..spec.inventory import Unbound, bind, published_devices
+from .base import HarnessError
+
+LOCAL_ONLY = {"registration": "registration is seen on the nodes drakit runs (--cluster local)",
+              "plugin-restart": "drakit restarts plugins only on the nodes it runs (--cluster local)",
+              "kubelet-restart": "drakit restarts kubelets only on the nodes it runs (--cluster local)",
+              "unprepare": "leftover CDI specs are read on the nodes drakit runs (--cluster local)"}
+
+
+class DriverSide:
+    def __init__(self, api: Any, vendor: Any, *, local: Any = None, pod_image: str | None = None) -> None:
+        self.api = api
+        self.vendor = vendor
+        self.dut = vendor.under_test if vendor is not None else None
+        self.local = local  # localtarget.LocalTarget when drakit runs the cluster
+        self.pod_image = pod_image or "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"
+        self.nodes: Any = None  # drivernodes.DriverNodes, started on first use
+        self.start_error: str | None = None
+        self._bound: dict[str, dict[str, str]] = {}
+
+    def _ensure_nodes(self) -> None:
+        if self.local is None or self.nodes is not None or self.start_error is not None:
+            return
+        from .drivernodes import DriverNodes
+        try:
+            self.nodes = DriverNodes(self.local, self.vendor)
+            self.nodes.start()
+        except HarnessError as exc:
+            self.start_error = str(exc)
+            self.nodes = None
+
+    def stop(self) -> None:
+        if self.nodes is not None:
+            self.nodes.stop()
+            self.nodes = None
+
+    def unmet(self, case: Case) -> tuple[str, str] | None:
+        if self.dut is None:
+            return ("not-applicable", "the vendor profile names no driver under test")
+        if case.behaviour in LOCAL_ONLY and self.local is None:
+            return ("backend", LOCAL_ONLY[case.behaviour])
+        if case.behaviour and case.behaviour not in LOCAL_ONLY and case.behaviour in _OPTIONAL \
+                and case.behaviour not in self.dut.optional:
+            return ("not-applicable", f"the vendor profile does not declare {case.behaviour!r} under "
+                                      f"driverUnderTest.optional for {self.dut.driver}")
+        self._ensure_nodes()
+        if self.start_error is not None:
+            raise HarnessError(f"the driver's nodes cannot start: {self.start_error}")
+        devices = published_devices(self._slices(), self.dut.driver)
+        attributes = {r.key: r.qualified for r in self.vendor.attributes if r.role == self.dut.role}
+        bound = bind(case.inventory or _NO_NEEDS, devices, self.dut.driver, attributes)
+        if isinstance(bound, Unbound):
+            return ("inventory", bound.message)
+        bound["podImage"] = self.pod_image
+        self._bound[case.id] = bound
+        return None
+
+    def _slices(self) -> list[dict[str, Any]]:
+        if self.nodes is not None:
+            self.nodes.wait_for_slices()
+        return self.api.list("ResourceSlice", None)
+
+    def bindings(self, case: Case) -> dict[str, str]:
+        return dict(self._bound.get(case.id) or {})
+
+    def describe(self) -> dict[str, Any]:
+        if self.dut is None:
+            return {}
+        version = "not published"
+        key = next((r.qualified for r in self.vendor.attributes if r.role == self.dut.role and r.key == "version"), None)
+        try:
+            slices = [s for s in self.api.list("ResourceSlice", None) if (s.get("spec") or {}).get("driver") == self.dut.driver]
+        except Exception:  # noqa: BLE001 - the environment must not break the run
+            slices = []
+        if key:
+            domain, _, ident = key.partition("/")
+            found = sorted({str(next(iter(v.values()))) for s in slices for d in s["spec"].get("devices") or []
+                            for k, v in (d.get("attributes") or {}).items()
+                            if k == key or (k == ident and domain == self.dut.driver)})
+            if found:
+                version = ", ".join(found)
+        out: dict[str, Any] = {"name": self.dut.driver, "version": version, "role": self.dut.role,
+                               "deviceClass": self.dut.class_name, "publishedSlices": len(slices)}
+        if self.nodes is not None:
+            out["nodes"] = self.nodes.describe()
+        elif self.start_error:
+            out["nodesError"] = self.start_error
+        return out
+
+
+_OPTIONAL = {"admin-access", "prioritized-list", "partitionable-devices", "consumable-capacity", "device-status",
+             "device-metadata", "health", "device-taints", "binding-conditions"}
+
+
+class _NoNeeds:
+    devices: tuple[()] = ()
+    nodes = 0
+
+
+_NO_NEEDS: Any = _NoNeeds()

@@ -238,7 +238,7 @@ class CaseItem(pytest.Item):
         c = self.case
         data = {"id": c.id, "backend": self.backend, "title": c.title, "description": c.description,
                 "features": list(c.features), "profile": c.profile, "file": c.file, "line": c.line,
-                "steps": [], "failure": None, **extra}
+                "steps": [], "failure": None, **({"behaviour": c.behaviour} if c.behaviour else {}), **extra}
         self.user_properties.append(("drakit", json.dumps(bound_strings(data), sort_keys=True, default=str)))
 
     def _error(self, summary: str) -> CaseFailed:

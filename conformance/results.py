@@ -189,7 +189,12 @@ class ResultsCollector:
             "cases": cases,
         }
         results["summary"] = compute_summary(cases)
-        results["verdict"] = compute_verdict(cases, self._run_reasons(cases))
+        from drakit.reports.driver import driver_reasons, driver_section
+        results["verdict"] = compute_verdict(cases, self._run_reasons(cases)
+                                             + driver_reasons(cases, results["environment"]))
+        section = driver_section(results)
+        if section is not None:
+            results["driver"] = section
         return results
 
     def _run_reasons(self, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -362,6 +362,7 @@ def build_view(results: Mapping[str, Any]) -> dict[str, Any]:
                     "more_deciders": max(0, len(deciders) - MAX_DECIDERS) if result == verdict["result"] else 0,
                     "run_reasons": [_run_reason(r) for r in run_reasons(verdict)]},
         "summary": data["summary"],
+        "driver": data.get("driver"),
         "required": {"total": len(required), **count_statuses(required)},
         "matrix": _matrix(data, columns, {d["id"] for d in diverging["rows"]}),
         "unassigned": [_ref(c) for c in ordered if not c["features"]],

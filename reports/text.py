@@ -12,6 +12,7 @@ from typing import Any
 
 from drakit.reports import (
     STATUSES,
+    clean_text,
     clean_strings,
     count_statuses,
     divergences,
@@ -137,6 +138,14 @@ def render_summary(results: Mapping[str, Any], *, color: bool, matrix: bool = Tr
                 lines.append(f"    rerun: {case['rerun']}")
         if len(broken) > MAX_FAILURES:
             lines.append(f"  ... and {len(broken) - MAX_FAILURES} more in report.html")
+
+    driver = results.get("driver")
+    if driver:
+        lines += ["", f"driver under test: {clean_text(driver['name'])} (version {clean_text(driver['version'])})"
+                  + ("" if driver["exercised"] else ": NOT EXERCISED (no case allocated, prepared or ran anything of it)")]
+        for row in driver["behaviours"]:
+            why = f": {first_line(clean_text(row['reason']))}" if row["reason"] else ""
+            lines.append(f"  {row['status']:8} {row['title']}{why}")
 
     summary = results["summary"]
     totals = ", ".join(_paint(f"{summary[s]} {s}", s, color and summary[s] > 0) for s in STATUSES)

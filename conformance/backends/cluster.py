@@ -445,8 +445,11 @@ class ClusterBackend:
                "featureGates": dict(sorted(self.gates.items())), "servedApis": list(self.discovery.served),
                "featureGateSources": dict(sorted(self.discovery.sources.items())),
                "driver": driver_mode(self.vendor, self.installed is not None),
-               "driverUnderTest": self.driver_side.describe()}
+               }
         session = self.config.pluginmanager.get_plugin("session")
+        items = getattr(session, "items", None) or []
+        driver_cases = any("driver" in getattr(getattr(i, "case", None), "features", ()) for i in items)
+        env["driverUnderTest"] = self.driver_side.describe(start=driver_cases)
         planned = self.alternate.planned(getattr(session, "items", None) or [], self.name) if self.alternate else []
         if planned:
             env["alternateLocalClusters"] = planned

@@ -272,6 +272,9 @@ class DriverNodes:
                 env[key] = value
         return env
 
+    def can_restart(self) -> bool:
+        return all(n.plugin is not None for n in self.nodes.values())
+
     def restart(self, component: str, name: str) -> None:
         node = self._node(name)
         if component == "plugin":

@@ -68,11 +68,19 @@ class DriverSide:
         self._ensure_nodes()
         if self.start_error is not None:
             raise HarnessError(f"the driver's nodes cannot start: {self.start_error}")
+        if case.behaviour in ("plugin-restart", "kubelet-restart") and self.nodes is not None \
+                and not self.nodes.can_restart():
+            return ("backend", "drakit's fake driver runs in drakit's own process here and cannot be restarted "
+                               "alone; restarts are checked on a driver started from a profile's plugin command")
         devices = published_devices(self._slices(), self.dut.driver)
         attributes = {r.key: r.qualified for r in self.vendor.attributes if r.role == self.dut.role}
         bound = bind(case.inventory or _NO_NEEDS, devices, self.dut.driver, attributes)
         if isinstance(bound, Unbound):
-            return ("inventory", bound.message)
+            hint = ""
+            if self.local is not None and self.dut.plugin is None and not self.vendor.fake:
+                hint = ("; drakit started nothing for it: on drakit's local cluster the vendor profile must say how "
+                        "to start its kubelet plugin (driverUnderTest.plugin)")
+            return ("inventory", bound.message + hint)
         bound["podImage"] = self.pod_image
         self._bound[case.id] = bound
         return None
@@ -85,9 +93,15 @@ class DriverSide:
     def bindings(self, case: Case) -> dict[str, str]:
         return dict(self._bound.get(case.id) or {})
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self, start: bool = False) -> dict[str, Any]:
+        """``start``: the run has driver cases, so start the driver's nodes now (their slices
+        carry the version)."""
         if self.dut is None:
             return {}
+        if start:
+            self._ensure_nodes()
+            if self.nodes is not None:
+                self.nodes.wait_for_slices()
         version = "not published"
         key = next((r.qualified for r in self.vendor.attributes if r.role == self.dut.role and r.key == "version"), None)
         try:

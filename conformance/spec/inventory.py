@@ -67,6 +67,8 @@ def bind(inventory: Inventory, devices: list[Published], driver: str,
     """Placeholder values for the case, or what is missing. ``attributes`` maps a logical
     attribute key to its qualified name (the vendor profile's names for the driver's role)."""
     attributes = attributes or {}
+    if not devices:
+        return Unbound(f"{describe(devices, driver)}; the case needs {len(inventory.devices)} device(s)")
     nodes = sorted({d.node for d in devices})
     if len(nodes) < inventory.nodes:
         return Unbound(f"the case needs devices on {inventory.nodes} nodes; {describe(devices, driver)}")

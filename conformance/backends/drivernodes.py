@@ -130,7 +130,15 @@ class DriverNodes:
                                write_status=claims.write_device_status, check_reserved=True, device_metadata=True)
         node.local.start()
         node.agent = node.local.agent
-        for s in publish_slices(inventory):
+        from drakit.fake_driver.planted import planted, wrong_attribute_type
+        try:
+            plants = planted()
+        except ValueError as exc:
+            raise HarnessError(str(exc)) from None
+        slices = publish_slices(inventory)
+        if "wrong-attribute-type" in plants:
+            slices = wrong_attribute_type([s for s in slices if s["spec"]["driver"] == self.dut.driver])
+        for s in slices:
             if s["spec"]["driver"] == self.dut.driver:
                 s["metadata"] = {"generateName": f"{node.name}-{self.dut.driver}-",
                                  "labels": {"drakit.dev/driver-under-test": "true"}}

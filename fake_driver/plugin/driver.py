@@ -152,6 +152,9 @@ class FakeDriver:
         self.lost: Callable[[], set[str]] = set
         # every NodePrepareResources / NodeUnprepareResources call, oldest first (bounded)
         self.calls: collections.deque[dict[str, Any]] = collections.deque(maxlen=MAX_CALLS)
+        from drakit.fake_driver.planted import planted
+        self.planted = planted()  # faults planted on purpose (DRAKIT_FAKE_DRIVER_PLANT)
+        self._failed_once: set[str] = set()
 
     def _recover(self, interrupted: dict[str, PreparedClaim]) -> None:
         """Remove what prepares cut short by a crash wrote: they were never answered, so the
@@ -378,6 +381,9 @@ class FakeDriver:
     def _write_files(self, files: Mapping[str, str]) -> None:
         for path_text, content in files.items():
             path = Path(path_text)
+            if "no-cdi-spec" in self.planted and path.parent == self.config.cdi_dir \
+                    and not path.name.startswith(f"{self.driver}_metadata_"):
+                continue  # planted fault: the claim's CDI spec is never written
             if self._is_metadata_file(path_text):
                 for folder in reversed(path.parents[:3]):
                     ensure_dir(folder, metadata.DIR_MODE)
@@ -400,13 +406,19 @@ class FakeDriver:
     # -- unprepare ------------------------------------------------------------------------------
 
     def _unprepare_one(self, ref: ClaimRef) -> None:
+        if "unprepare-fails" in self.planted and ref.uid in self.prepared() and ref.uid not in self._failed_once:
+            self._failed_once.add(ref.uid)  # the kubelet retries: the second attempt succeeds
+            raise RuntimeError("planted fault unprepare-fails")
         _check_ref(ref)
         with self._claim_lock(ref.uid):
             with self._state:
                 record = self._prepared.get(ref.uid)
-            if record is not None:
+            if "leak-on-unprepare" in self.planted:  # planted fault: the files stay behind
+                pass
+            elif record is not None:
                 self._remove_files(record)
-            self._remove_leftovers(ref, record)
+            if "leak-on-unprepare" not in self.planted:
+                self._remove_leftovers(ref, record)
             if record is not None:
                 with self._state:
                     self._release(ref.uid)

@@ -1,0 +1,96 @@
+"""The driver suite on drakit's local cluster, cluster start included: upstream's e2e test driver
+(a driver nobody here wrote), drakit's fake driver, the fake driver with each planted fault, and
+a vendor profile whose driver is absent."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from drakit.clusters.local import build
+from drakit.clusters.local.pytest_fixture import skip_or_fail, skip_reason
+
+ROOT = Path(__file__).resolve().parents[2]
+SUITE = ROOT / "conformance" / "suites" / "driver"
+UPSTREAM = ROOT / "examples" / "upstream-test-driver.yaml"
+EXAMPLE = ROOT / "examples" / "vendor-example.yaml"
+SEVEN = ("registration", "slices", "allocation", "prepare", "pod-env", "unprepare", "reuse")
+
+
+@pytest.fixture(autouse=True)
+def _binaries() -> None:
+    reason = skip_reason()
+    if reason:
+        skip_or_fail(reason)
+
+
+def run_suite(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any], str, float]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    out = tmp_path / "out"
+    t0 = time.monotonic()
+    res = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "run", "--backend", "cluster",
+                          "--cluster", "local", str(SUITE), "--out", str(out), "--plain", *args],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})})
+    wall = time.monotonic() - t0
+    results = json.loads((out / "results.json").read_text()) if (out / "results.json").exists() else {}
+    return res.returncode, results, res.stdout + res.stderr, wall
+
+
+def statuses(results: dict[str, Any]) -> dict[str, str]:
+    return {c["id"]: c["status"] for c in results["cases"]}
+
+
+def behaviours(results: dict[str, Any]) -> dict[str, str]:
+    return {b["id"]: b["status"] for b in results["driver"]["behaviours"]}
+
+
+def test_upstream_test_driver_passes_with_its_leak_as_a_finding(tmp_path: Path) -> None:
+    if not (build.bin_dir() / "dra-test-driver").is_file():
+        skip_or_fail("dra-test-driver not built; run 'drakit cluster build'")
+    code, results, text, wall = run_suite(tmp_path, "--vendor", str(UPSTREAM))
+    print(f"driver suite vs upstream's test driver, cluster start included: {wall:.1f} s")
+    assert code == 0, text[-4000:]
+    assert results["verdict"]["result"] == "pass"
+    got = behaviours(results)
+    assert all(got[b] == "proven" for b in (*SEVEN, "several-pods", "kubelet-restart")), got
+    assert results["driver"]["name"] == "test-driver.cdi.k8s.io" and results["driver"]["exercised"]
+    # it keeps prepared claims in memory only: after a plugin restart the claim's CDI spec leaks
+    assert got["plugin-restart"] == "finding"
+    leak = next(c for c in results["cases"] if c["id"] == "driver/plugin-restart")
+    assert "are left on the node" in leak["failure"]["summary"] and leak["profile"] == "optional"
+    env = results["environment"]["backends"]["cluster"]["driverUnderTest"]
+    assert env["nodes"]["plugin"].startswith("vendor plugin")
+
+
+PLANTED = [("no-cdi-spec", "driver/pod-env"), ("leak-on-unprepare", "driver/unprepare"),
+           ("unprepare-fails", "driver/unprepare"), ("wrong-attribute-type", "driver/slices")]
+
+
+def test_fake_driver_passes_and_each_planted_fault_fails_its_behaviour_only(tmp_path: Path) -> None:
+    code, clean, text, _ = run_suite(tmp_path / "clean")
+    assert code == 0, text[-4000:]
+    baseline = statuses(clean)
+    assert all(s in ("passed", "skipped") for s in baseline.values()), baseline
+    assert all(behaviours(clean)[b] == "proven" for b in SEVEN)
+    for fault, case in PLANTED:
+        code, results, text, _ = run_suite(tmp_path / fault, env={"DRAKIT_FAKE_DRIVER_PLANT": fault})
+        got = statuses(results)
+        changed = {cid for cid, s in got.items() if s != baseline[cid]}
+        assert changed == {case} and got[case] == "failed", (fault, got, text[-3000:])
+        assert code == 1 and results["verdict"]["result"] == "fail"
+
+
+def test_a_vendor_profile_whose_driver_is_absent_is_incomplete(tmp_path: Path) -> None:
+    code, results, text, _ = run_suite(tmp_path, "--vendor", str(EXAMPLE))
+    assert code == 1 and results["verdict"]["result"] == "incomplete", text[-3000:]
+    assert results["driver"]["exercised"] is False and "NOT EXERCISED" in text
+    skips = {c["skip"]["category"] for c in results["cases"]}
+    assert skips == {"inventory"}
+    assert all("gpu.example-vendor.com publishes no devices" in c["skip"]["message"] for c in results["cases"])

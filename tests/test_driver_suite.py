@@ -1,0 +1,135 @@
+"""The driver suite's pure parts: inventory binding, the slice checks, the driver verdict, planted faults."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from drakit.conformance.cases.driverchecks import expected_env, slice_problems
+from drakit.conformance.spec.case import DeviceNeed, Inventory
+from drakit.conformance.spec.inventory import Unbound, bind, published_devices
+from drakit.fake_driver.planted import planted, wrong_attribute_type
+from drakit.fake_driver.profile import load_vendor_profile
+from drakit.reports import compute_verdict
+from drakit.reports.driver import driver_reasons, driver_section
+
+DRIVER = "d.example.com"
+
+
+def pool_slice(node: str, devices: list[dict], generation: int = 1, count: int = 1, pool: str | None = None) -> dict:
+    return {"metadata": {"name": f"{node}-{generation}"},
+            "spec": {"driver": DRIVER, "nodeName": node, "devices": devices,
+                     "pool": {"name": pool or node, "generation": generation, "resourceSliceCount": count}}}
+
+
+def dev(name: str, **attrs: dict) -> dict:
+    return {"name": name, "attributes": attrs}
+
+
+SLICES = [pool_slice("n1", [dev("d0", index={"int": 0}), dev("d1", index={"int": 1})]),
+          pool_slice("n2", [dev("d0", index={"int": 0})])]
+
+
+def test_binding_takes_devices_in_order_and_honours_same_and_other_node() -> None:
+    devices = published_devices(SLICES, DRIVER)
+    inv = Inventory((DeviceNeed("a"), DeviceNeed("b", same_node_as="a"), DeviceNeed("c", other_node_than="a")))
+    got = bind(inv, devices, DRIVER)
+    assert got == {"inv.nodes": "2", "inv.a.node": "n1", "inv.a.pool": "n1", "inv.a.device": "d0",
+                   "inv.b.node": "n1", "inv.b.pool": "n1", "inv.b.device": "d1",
+                   "inv.c.node": "n2", "inv.c.pool": "n2", "inv.c.device": "d0"}
+
+
+def test_binding_says_what_is_missing() -> None:
+    devices = published_devices(SLICES, DRIVER)
+    three = bind(Inventory((DeviceNeed("a"), DeviceNeed("b", same_node_as="a"), DeviceNeed("c", same_node_as="a"))),
+                 devices, DRIVER)
+    assert isinstance(three, Unbound) and "device 'c' on the node of a" in three.message
+    assert "publishes 3 devices on 2 node(s)" in three.message
+    none = bind(Inventory((DeviceNeed("a"),)), [], DRIVER)
+    assert isinstance(none, Unbound) and "publishes no devices" in none.message
+    attr = bind(Inventory((DeviceNeed("a", attribute="numa"),)), devices, DRIVER, {"numa": "x.io/numa"})
+    assert isinstance(attr, Unbound) and "publishing x.io/numa" in attr.message
+
+
+def test_an_incomplete_pool_is_not_inventory() -> None:
+    half = [pool_slice("n1", [dev("d0")], count=2)]
+    assert published_devices(half, DRIVER) == []
+
+
+class Dut:
+    driver, role, pools, numa_node = DRIVER, "gpu", "per-node", False
+    attribute_types = (("index", f"{DRIVER}/index", "int"),)
+    container_env = (("claim_{claimId}_{requestId}", "true"), ("DEV_{DEVICE}", "{device}"))
+
+
+def test_slice_checks_pass_good_slices_and_name_each_problem() -> None:
+    assert slice_problems(SLICES, Dut, []) == []
+    wrong = wrong_attribute_type(copy.deepcopy(SLICES))
+    assert slice_problems(wrong, Dut, []) == [
+        "device n1/d0: attribute d.example.com/index (index) is string, the profile declares int",
+        "device n1/d1: attribute d.example.com/index (index) is string, the profile declares int"]
+    stale = SLICES + [pool_slice("n2", [dev("d0", index={"int": 0})], generation=0)]
+    assert any("older generations left" in p for p in slice_problems(stale, Dut, []))
+    short = [pool_slice("n1", [dev("d0", index={"int": 0})], count=2)]
+    assert slice_problems(short, Dut, []) == ["pool n1: 1 slices of generation 1, resourceSliceCount says 2"]
+    assert slice_problems(SLICES, Dut, [f"{DRIVER}/memory"])[0] == "device n1/d0: capacity d.example.com/memory is not published"
+    numa = type("NumaDut", (Dut,), {"numa_node": True})
+    assert "resource.kubernetes.io/numaNode is not published" in slice_problems(SLICES, numa, [])[0]
+    assert slice_problems([], Dut, []) == [f"the driver {DRIVER} publishes no ResourceSlice"]
+
+
+def test_expected_env_fills_the_profile_templates() -> None:
+    claim = {"metadata": {"name": "my-claim"}, "status": {"allocation": {"devices": {"results": [
+        {"request": "gpu/fast", "driver": DRIVER, "pool": "n1", "device": "dev-0"},
+        {"request": "other", "driver": "x.example.com", "pool": "n1", "device": "x"}]}}}}
+    assert expected_env(Dut, claim, None) == {"claim_my_claim_gpu": "true", "DEV_DEV_0": "dev-0"}
+
+
+def case(status: str, behaviour: str | None = None, profile: str = "required") -> dict:
+    c = {"id": f"x/{behaviour or 'api'}", "backend": "cluster", "status": status, "profile": profile, "file": "f",
+         "skip": {"category": "inventory", "message": "none"} if status == "skipped" else None}
+    if behaviour:
+        c["behaviour"] = behaviour
+    return c
+
+
+VENDOR = {"vendor": {"fakeDriver": False, "drivers": [DRIVER]}}
+
+
+def verdict(cases: list[dict], environment: dict | None = None) -> str:
+    return compute_verdict(cases, driver_reasons(cases, environment))["result"]
+
+
+def test_a_run_that_never_exercised_the_driver_under_test_is_incomplete() -> None:
+    api_only = [case("passed")]
+    assert verdict(api_only) == "pass"  # drakit's fake driver, no driver suite
+    assert verdict(api_only, VENDOR) == "incomplete"  # a vendor's driver, never exercised
+    reason = driver_reasons(api_only, VENDOR)[0]
+    assert reason["code"] == "driver-not-exercised" and DRIVER in reason["message"]
+    slices_only = [case("passed"), case("passed", "slices")]
+    assert verdict(slices_only) == "incomplete"
+    exercised = slices_only + [case("passed", "allocation")]
+    assert verdict(exercised, VENDOR) == "pass"
+    finding = exercised + [case("failed", "plugin-restart", profile="optional")]
+    assert verdict(finding, VENDOR) == "pass"
+    section = driver_section({"cases": finding, "environment": VENDOR})
+    rows = {r["id"]: r["status"] for r in section["behaviours"]}
+    assert rows["allocation"] == "proven" and rows["plugin-restart"] == "finding" and rows["prepare"] == "not-run"
+    assert section["exercised"] and section["version"] == "not published"
+
+
+def test_planted_faults_are_named_and_checked() -> None:
+    assert planted({"DRAKIT_FAKE_DRIVER_PLANT": "no-cdi-spec, unprepare-fails"}) == {"no-cdi-spec", "unprepare-fails"}
+    assert planted({}) == frozenset()
+    with pytest.raises(ValueError, match="unknown planted fault 'typo'"):
+        planted({"DRAKIT_FAKE_DRIVER_PLANT": "typo"})
+
+
+def test_the_shipped_profiles_describe_a_driver_under_test() -> None:
+    upstream = load_vendor_profile(Path(__file__).resolve().parents[1] / "examples" / "upstream-test-driver.yaml").under_test
+    assert upstream.driver == "test-driver.cdi.k8s.io" and upstream.plugin is not None
+    assert "{node}" in " ".join(upstream.plugin.command)
+    fake = load_vendor_profile().under_test
+    assert fake.driver == "gpu.acme.example.com" and ("index", "gpu.acme.example.com/index", "int") in fake.attribute_types

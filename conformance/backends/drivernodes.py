@@ -8,10 +8,12 @@ Two nodes, ``drakit-driver-1`` and ``-2``. On each, the driver's kubelet plugin 
 - drakit's fake driver (the role under test, on the profile's first shape) in-process, its
   slices published through the API as the fake driver's controller side does.
 
-The node's kubelet side is drakit's node agent (``clusters.nodeagent``: the kubelet's DRA
-manager's role, registering the plugin through its registry folder and preparing the claims of
-pods bound to the node over the plugin's real socket) on a kwok node, until real kubelet nodes
-(issue 11) are the local cluster's node side. ``describe()`` says which it is.
+Each node is a real kubelet 1.37.2 over drakit's fake CRI (``clusters.local.kubeletnode``):
+the kubelet registers the plugin from its ``plugins_registry``, prepares and unprepares claims
+itself, and the fake CRI records what each container got (the CDI devices resolved in the
+node's CDI folder). Where real kubelets cannot run (not root), the node is a kwok node with
+drakit's node agent (``clusters.nodeagent``: the kubelet's DRA role) instead. ``describe()`` says
+which it is.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from typing import Any
 from .base import HarnessError
 
 COUNT = 2
-NODE_SIDE = "drakit node agent (the kubelet's DRA role) on kwok nodes"
+AGENT_SIDE = "drakit node agent (the kubelet's DRA role) on kwok nodes"
+KUBELET_SIDE = "real kubelet v1.37.2 over drakit's fake CRI"
+REGISTERED = "Registered DRA plugin"  # the kubelet's log line (dra_plugin_manager, -v 3)
 
 
 def cdi_env(folder: Path) -> dict[str, list[str]]:
@@ -57,12 +61,28 @@ class _Node:
         self.name = name
         self.root = root
         self.plugin: Any = None  # clusters.local.vendorplugin.VendorPlugin
+        self.inventory: Any = None
         self.local: Any = None   # clusters.nodeagent.LocalNode (fake driver)
-        self.agent: Any = None   # clusters.nodeagent.NodeAgent
+        self.agent: Any = None   # clusters.nodeagent.NodeAgent (kwok nodes only)
+        self.kubelet: Any = None  # clusters.local.kubeletnode.KubeletNode
+        self.log_offset = 0      # where the kubelet log stood when the plugin last (re)started
+        self.cdi: Path | None = None
 
     @property
     def cdi_dir(self) -> Path:
+        if self.cdi is not None:
+            return self.cdi
         return self.local.cdi_dir if self.local is not None else self.root / "cdi"
+
+    def kubelet_log(self) -> Path:
+        return self.kubelet.paths.dir / "kubelet.log"
+
+    def mark_log(self) -> None:
+        if self.kubelet is not None:
+            try:
+                self.log_offset = self.kubelet_log().stat().st_size
+            except OSError:
+                self.log_offset = 0
 
 
 class DriverNodes:
@@ -84,18 +104,28 @@ class DriverNodes:
         from drakit.clusters.nodeagent.kube import KubeNodeRuntime
         self.root = Path(tempfile.mkdtemp(prefix="drakit-drv-"))  # short: Unix socket paths
         api = self.target.api
+        cluster = self.target.cluster
+        self.real = getattr(cluster, "real_nodes_reason", "no real nodes") is None
+        labels = {"drakit.dev/driver-under-test": "true"}
         try:
             for i in range(1, COUNT + 1):
                 node = _Node(f"drakit-driver-{i}", self.root / f"n{i}")
                 self.nodes[node.name] = node
-                if api.get("Node", node.name, None) is None:
-                    api.create(fake_node(node.name, {"drakit.dev/driver-under-test": "true"}))
+                if self.real:
+                    try:
+                        node.kubelet = cluster.add_kubelet_node(node.name, labels)
+                    except Exception as exc:  # noqa: BLE001 - one line with the kubelet's log tail
+                        raise HarnessError(f"the real kubelet node {node.name} cannot start: {exc}") from None
+                elif api.get("Node", node.name, None) is None:
+                    api.create(fake_node(node.name, labels))
             self._wait_ready()
             for node in self.nodes.values():
                 self._start_node(node)
             self._install_classes()
-            self.runtime = KubeNodeRuntime(self.target.node_side.admin, {n.name: self._side(n) for n in self.nodes.values()})
-            self.runtime.start()
+            if not self.real:
+                admin = getattr(self.target.node_side, "kwok", self.target.node_side).admin
+                self.runtime = KubeNodeRuntime(admin, {n.name: self._side(n) for n in self.nodes.values()})
+                self.runtime.start()
         except HarnessError:
             self.stop()
             raise
@@ -108,36 +138,58 @@ class DriverNodes:
 
     def _start_node(self, node: _Node) -> None:
         from drakit.clusters.nodeagent import LocalNode, NodeAgent
+        if node.kubelet is not None:
+            paths = node.kubelet.paths
+            node.cdi = paths.cdi_dir
         if self.dut.plugin is not None:
             from drakit.clusters.local.vendorplugin import NodeFolders, PluginStartError, VendorPlugin
-            folders = NodeFolders(node.root / "registry", node.root / "plugins", node.root / "cdi")
+            folders = (NodeFolders(paths.registry_dir, paths.plugins_dir, paths.cdi_dir) if node.kubelet is not None
+                       else NodeFolders(node.root / "registry", node.root / "plugins", node.root / "cdi"))
             cluster = self.target.cluster
             node.plugin = VendorPlugin(self.dut.driver, self.dut.plugin.command, self.dut.plugin.folders, node.name,
                                        folders, cluster.kubeconfig, cluster.bin_dir, node.root / "plugin.log")
+            node.mark_log()
             try:
                 node.plugin.start()
             except (PluginStartError, KeyError) as exc:
                 raise HarnessError(str(exc)) from None
-            node.agent = NodeAgent(folders.registry_dir, node.name, state_dir=node.root / "agent")
-            node.agent.start()
+            if node.kubelet is None:
+                node.agent = NodeAgent(folders.registry_dir, node.name, state_dir=node.root / "agent")
+                node.agent.start()
             return
-        from drakit.fake_driver.slices import publish_slices
         from drakit.fake_hw.inventory import build_inventory
         shape = (self.vendor.shapes or ("server-8gpu",))[0]
         claims = self.target.node_side.claims
         inventory = build_inventory(shape, node.name)
-        node.local = LocalNode(inventory, claims.get_claim, root=node.root, drivers=[self.dut.driver],
-                               write_status=claims.write_device_status, check_reserved=True, device_metadata=True)
-        node.local.start()
+        if node.kubelet is not None:
+            paths = node.kubelet.paths
+            node.local = LocalNode(inventory, claims.get_claim, root=paths.dir / "plugin-data", drivers=[self.dut.driver],
+                                   write_status=claims.write_device_status, device_metadata=True, agent=False,
+                                   dirs=(paths.plugins_dir, paths.registry_dir, paths.cdi_dir))
+        else:
+            node.local = LocalNode(inventory, claims.get_claim, root=node.root, drivers=[self.dut.driver],
+                                   write_status=claims.write_device_status, check_reserved=True, device_metadata=True)
+        node.mark_log()
+        node.local.start(timeout=15.0)
         node.agent = node.local.agent
+        self._publish(node, inventory)
+
+    def _publish(self, node: _Node, inventory: Any) -> None:
+        """The fake driver's slices for the node, through the API (its controller side's job)."""
+        from drakit.fake_driver.slices import publish_slices
         from drakit.fake_driver.planted import planted, wrong_attribute_type
         try:
             plants = planted()
         except ValueError as exc:
             raise HarnessError(str(exc)) from None
+        if node.kubelet is not None:  # a new kubelet wipes its node's slices at start: after that
+            deadline = time.monotonic() + 20
+            while not node.kubelet.wiped() and time.monotonic() < deadline:
+                time.sleep(0.1)
         slices = publish_slices(inventory)
         if "wrong-attribute-type" in plants:
             slices = wrong_attribute_type([s for s in slices if s["spec"]["driver"] == self.dut.driver])
+        node.inventory = inventory
         for s in slices:
             if s["spec"]["driver"] == self.dut.driver:
                 s["metadata"] = {"generateName": f"{node.name}-{self.dut.driver}-",
@@ -187,6 +239,11 @@ class DriverNodes:
             self.runtime = None
         api = self.target.api
         for node in self.nodes.values():
+            if node.kubelet is not None:
+                try:
+                    self.target.cluster.remove_kubelet_node(node.name)
+                except Exception:  # noqa: BLE001,S110 - the cluster may be going down already
+                    pass
             for part in (node.plugin, node.local if node.local is not None else node.agent):
                 if part is not None:
                     try:
@@ -215,7 +272,8 @@ class DriverNodes:
     def describe(self) -> dict[str, Any]:
         how = "vendor plugin from the profile's command template" if self.dut.plugin is not None else \
             "drakit's fake driver" if self.vendor.fake else "not started (the profile gives no plugin command)"
-        return {"names": sorted(self.nodes), "plugin": how, "nodeSide": NODE_SIDE}
+        return {"names": sorted(self.nodes), "plugin": how,
+                "nodeSide": KUBELET_SIDE if getattr(self, "real", False) else AGENT_SIDE}
 
     def _node(self, name: str) -> _Node:
         if name not in self.nodes:
@@ -224,6 +282,16 @@ class DriverNodes:
 
     def registered(self, name: str) -> tuple[bool, str]:
         node = self._node(name)
+        if node.kubelet is not None:  # the kubelet says so in its log since the plugin last started
+            try:
+                with node.kubelet_log().open("rb") as fh:
+                    fh.seek(node.log_offset)
+                    text = fh.read().decode(errors="replace")
+            except OSError as exc:
+                return False, f"cannot read the kubelet's log: {exc}"
+            mine = [ln for ln in text.splitlines() if REGISTERED in ln and f'driverName="{self.dut.driver}"' in ln]
+            return (True, mine[-1][-200:]) if mine else (False, f"the kubelet logged no {REGISTERED!r} for "
+                                                                f"{self.dut.driver} since the plugin started")
         drivers = node.agent.drivers() if node.agent is not None else {}
         if self.dut.driver in drivers:
             return True, "registered"
@@ -251,6 +319,15 @@ class DriverNodes:
         if pod is None or (pod.get("spec") or {}).get("nodeName") not in self.nodes:
             return None
         node = self.nodes[pod["spec"]["nodeName"]]
+        if node.kubelet is not None:  # what the fake CRI recorded: the env the CDI devices resolved to
+            from drakit.clusters.local.kubeletnode import containers_of, read_cri_record
+            name = container or (pod["spec"].get("containers") or [{}])[0].get("name")
+            found = containers_of(read_cri_record(node.kubelet.paths.cri_record), namespace, pod_name, name)
+            if not found:
+                return None
+            from .containers import from_cri_event
+            rec = from_cri_event(found[-1])
+            return dict(str(kv).partition("=")[::2] for kv in rec["env"])
         containers = pod["spec"].get("containers") or []
         chosen = next((c for c in containers if container is None or c["name"] == container), None)
         if chosen is None:
@@ -281,11 +358,24 @@ class DriverNodes:
         return env
 
     def can_restart(self) -> bool:
-        return all(n.plugin is not None for n in self.nodes.values())
+        return all(n.plugin is not None or n.kubelet is not None for n in self.nodes.values())
 
     def restart(self, component: str, name: str) -> None:
         node = self._node(name)
+        if node.kubelet is not None and component == "kubelet":
+            node.mark_log()
+            node.kubelet.restart_kubelet()
+            self.target.cluster._save_state()
+            self.target.cluster.wait_kubelet_nodes([name])
+            if node.local is not None:  # the fake driver's slices, wiped by the kubelet at start
+                self._publish(node, node.inventory)
+            return
+        if component == "plugin" and node.local is not None and node.kubelet is not None:
+            node.mark_log()
+            node.local.restart_plugins(timeout=15.0)
+            return
         if component == "plugin":
+            node.mark_log()
             if node.plugin is None:
                 raise HarnessError("restarting drakit's in-process fake driver is not supported; a vendor plugin is")
             try:

@@ -67,6 +67,7 @@ def test_upstream_test_driver_passes_with_its_leak_as_a_finding(tmp_path: Path) 
     assert "are left on the node" in leak["failure"]["summary"] and leak["profile"] == "optional"
     env = results["environment"]["backends"]["cluster"]["driverUnderTest"]
     assert env["nodes"]["plugin"].startswith("vendor plugin")
+    print(f"node side: {env['nodes']['nodeSide']}")
 
 
 PLANTED = [("no-cdi-spec", "driver/pod-env"), ("leak-on-unprepare", "driver/unprepare"),

@@ -121,6 +121,8 @@ class DriverNodes:
             self._wait_ready()
             for node in self.nodes.values():
                 self._start_node(node)
+            for node in self.nodes.values():
+                self._wait_registered(node.name)
             self._install_classes()
             if not self.real:
                 admin = getattr(self.target.node_side, "kwok", self.target.node_side).admin
@@ -222,6 +224,18 @@ class DriverNodes:
                 if time.monotonic() > deadline:
                     raise HarnessError(f"node {name} did not become Ready within {timeout:.0f} s")
                 time.sleep(0.1)
+
+    def _wait_registered(self, name: str, timeout: float = 30.0) -> None:
+        """Until the node's kubelet (or agent) registered the plugin: a pod sent there before would
+        meet "driver not registered", which is the harness's haste, not the driver's fault."""
+        deadline = time.monotonic() + timeout
+        while True:
+            ok, detail = self.registered(name)
+            if ok:
+                return
+            if time.monotonic() > deadline:
+                raise HarnessError(f"the {self.dut.driver} plugin did not register on {name} within {timeout:.0f} s: {detail}")
+            time.sleep(0.1)
 
     def wait_for_slices(self, timeout: float = 20.0) -> None:
         """Until every node has a slice of the driver (a plugin publishes a moment after start)."""
@@ -357,7 +371,11 @@ class DriverNodes:
                 env[key] = value
         return env
 
-    def can_restart(self) -> bool:
+    def can_restart(self, component: str) -> bool:
+        """A vendor plugin restarts as a process; drakit's fake driver runs in drakit's process,
+        so only its node's kubelet restarts (and only a real one)."""
+        if component == "plugin":
+            return all(n.plugin is not None for n in self.nodes.values())
         return all(n.plugin is not None or n.kubelet is not None for n in self.nodes.values())
 
     def restart(self, component: str, name: str) -> None:

@@ -69,7 +69,7 @@ class DriverSide:
         if self.start_error is not None:
             raise HarnessError(f"the driver's nodes cannot start: {self.start_error}")
         if case.behaviour in ("plugin-restart", "kubelet-restart") and self.nodes is not None \
-                and not self.nodes.can_restart():
+                and not self.nodes.can_restart(case.behaviour.split("-")[0]):
             return ("backend", "drakit's fake driver runs in drakit's own process here and cannot be restarted "
                                "alone; restarts are checked on a driver started from a profile's plugin command")
         devices = published_devices(self._slices(), self.dut.driver)

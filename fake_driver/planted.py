@@ -9,9 +9,9 @@ fault                 what the fake driver then does                            
 ====================  ===========================================================  ==================
 no-cdi-spec           prepares and answers CDI ids, but writes no CDI spec         driver/pod-env
 leak-on-unprepare     unprepares, but leaves the claim's CDI spec behind           driver/unprepare
-unprepare-fails       answers the first unprepare of each claim with a per-claim   driver/unprepare
-                      error (the kubelet retries; the pod's FailedUnprepare...
-                      event stays)
+unprepare-fails       answers every unprepare of a claim with a per-claim error    driver/unprepare
+                      for 20 s (the pod stays Terminating; then the kubelet's
+                      retry succeeds, so later cases are not hurt)
 wrong-attribute-type  publishes the ``index`` attribute of its first slice's       driver/slices
                       devices as a string (the profile declares an int)
 ====================  ===========================================================  ==================

@@ -489,6 +489,10 @@ class ClusterBackend:
         if not self.local and case.nodes:
             session.scope = _label(f"{self.run_id}.{case.id}")
         if "driver" in case.features:
+            if self.driver_side.nodes is not None:
+                held = self.driver_side.nodes.settle()
+                if held:
+                    logging.getLogger("drakit.cluster").warning("claims of earlier cases still prepared: %s", held[:5])
             session.vendor = self.vendor
             session.bindings = self.driver_side.bindings(case)
             session.driver_nodes = self.driver_side.nodes

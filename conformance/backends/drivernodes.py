@@ -225,6 +225,30 @@ class DriverNodes:
                     raise HarnessError(f"node {name} did not become Ready within {timeout:.0f} s")
                 time.sleep(0.1)
 
+    def prepared_claims(self) -> list[str]:
+        """Claims the nodes' kubelets (or agents) still hold prepared: the kubelet's DRA checkpoint."""
+        import json
+        held = []
+        for node in self.nodes.values():
+            if node.kubelet is not None:
+                try:
+                    outer = json.loads((node.kubelet.paths.root_dir / "dra_manager_state").read_text())
+                    data = json.loads(outer.get("Data") or "{}")
+                except (OSError, ValueError):
+                    continue
+                held += [f"{node.name}:{e.get('Namespace')}/{e.get('ClaimName')}" for e in data.get("Entries") or []]
+            elif node.agent is not None:
+                held += [f"{node.name}:{i.namespace}/{i.name}" for i in node.agent.claim_infos().values()]
+        return held
+
+    def settle(self, timeout: float = 30.0) -> list[str]:
+        """Wait until no claim of an earlier case is still prepared (a force-deleted pod's claims
+        are unprepared by the kubelet a moment later); returns what is still held at the end."""
+        deadline = time.monotonic() + timeout
+        while (held := self.prepared_claims()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return held
+
     def _wait_registered(self, name: str, timeout: float = 30.0) -> None:
         """Until the node's kubelet (or agent) registered the plugin: a pod sent there before would
         meet "driver not registered", which is the harness's haste, not the driver's fault."""

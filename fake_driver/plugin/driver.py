@@ -114,6 +114,9 @@ class ClaimError(Exception):
     """A per-claim failure; the message goes into the response's ``error`` field."""
 
 
+UNPREPARE_FAILS_FOR = 20.0  # seconds the planted fault unprepare-fails fails a claim's unprepare
+
+
 class FakeDriver:
     """Node-side operations of one fake DRA driver on one emulated node."""
 
@@ -154,7 +157,7 @@ class FakeDriver:
         self.calls: collections.deque[dict[str, Any]] = collections.deque(maxlen=MAX_CALLS)
         from drakit.fake_driver.planted import planted
         self.planted = planted()  # faults planted on purpose (DRAKIT_FAKE_DRIVER_PLANT)
-        self._failed_once: set[str] = set()
+        self._failing_since: dict[str, float] = {}
 
     def _recover(self, interrupted: dict[str, PreparedClaim]) -> None:
         """Remove what prepares cut short by a crash wrote: they were never answered, so the
@@ -406,9 +409,11 @@ class FakeDriver:
     # -- unprepare ------------------------------------------------------------------------------
 
     def _unprepare_one(self, ref: ClaimRef) -> None:
-        if "unprepare-fails" in self.planted and ref.uid in self.prepared() and ref.uid not in self._failed_once:
-            self._failed_once.add(ref.uid)  # the kubelet retries: the second attempt succeeds
-            raise RuntimeError("planted fault unprepare-fails")
+        if "unprepare-fails" in self.planted and ref.uid in self.prepared():
+            import time
+            first = self._failing_since.setdefault(ref.uid, time.monotonic())
+            if time.monotonic() - first < UNPREPARE_FAILS_FOR:  # then the kubelet's retry succeeds
+                raise RuntimeError("planted fault unprepare-fails")
         _check_ref(ref)
         with self._claim_lock(ref.uid):
             with self._state:

@@ -70,8 +70,16 @@ def test_upstream_test_driver_passes_with_its_leak_as_a_finding(tmp_path: Path) 
     print(f"node side: {env['nodes']['nodeSide']}")
 
 
-PLANTED = [("no-cdi-spec", "driver/pod-env"), ("leak-on-unprepare", "driver/unprepare"),
-           ("unprepare-fails", "driver/unprepare"), ("wrong-attribute-type", "driver/slices")]
+# fault -> the cases it fails. A real node's runtime refuses a container whose CDI device has no
+# spec (CreateContainer fails), so without CDI specs no pod runs: every case that needs a running
+# container fails with it, as on a real node; the API-side behaviours (slices, allocation) do not.
+RUNNING = {"driver/registration", "driver/prepare", "driver/pod-env", "driver/unprepare", "driver/reuse",
+           "driver/several-pods", "driver/kubelet-restart"}
+# leak-on-unprepare fails both behaviours that check for leaks. unprepare-fails keeps the claim
+# prepared on the node for 20 s, so cases that run meanwhile may meet the held device too: only
+# its own case is required to fail.
+PLANTED = [("no-cdi-spec", RUNNING, True), ("leak-on-unprepare", {"driver/unprepare", "driver/kubelet-restart"}, True),
+           ("unprepare-fails", {"driver/unprepare"}, False), ("wrong-attribute-type", {"driver/slices"}, True)]
 
 
 def test_fake_driver_passes_and_each_planted_fault_fails_its_behaviour_only(tmp_path: Path) -> None:
@@ -80,12 +88,16 @@ def test_fake_driver_passes_and_each_planted_fault_fails_its_behaviour_only(tmp_
     baseline = statuses(clean)
     assert all(s in ("passed", "skipped") for s in baseline.values()), baseline
     assert all(behaviours(clean)[b] == "proven" for b in SEVEN)
-    for fault, case in PLANTED:
+    seen = {}
+    for fault, _cases, _ in PLANTED:
         code, results, text, _ = run_suite(tmp_path / fault, env={"DRAKIT_FAKE_DRIVER_PLANT": fault})
         got = statuses(results)
-        changed = {cid for cid, s in got.items() if s != baseline[cid]}
-        assert changed == {case} and got[case] == "failed", (fault, got, text[-3000:])
-        assert code == 1 and results["verdict"]["result"] == "fail"
+        seen[fault] = ({cid for cid, s in got.items() if s != baseline[cid]}, code, results["verdict"]["result"])
+        print(f"planted {fault}: fails {sorted(seen[fault][0])}")
+    for fault, cases, exact in PLANTED:
+        changed, code, verdict = seen[fault]
+        assert changed == cases if exact else cases <= changed, (fault, changed)
+        assert code == 1 and verdict == "fail"
 
 
 def test_a_vendor_profile_whose_driver_is_absent_is_incomplete(tmp_path: Path) -> None:

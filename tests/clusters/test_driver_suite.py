@@ -76,9 +76,10 @@ def test_upstream_test_driver_passes_with_its_leak_as_a_finding(tmp_path: Path) 
 RUNNING = {"driver/registration", "driver/prepare", "driver/pod-env", "driver/unprepare", "driver/reuse",
            "driver/several-pods", "driver/kubelet-restart"}
 # leak-on-unprepare fails both behaviours that check for leaks. unprepare-fails keeps the claim
-# prepared on the node for 20 s, so cases that run meanwhile may meet the held device too: only
-# its own case is required to fail.
-PLANTED = [("no-cdi-spec", RUNNING, True), ("leak-on-unprepare", {"driver/unprepare", "driver/kubelet-restart"}, True),
+# prepared on the node for 20 s, so cases that run meanwhile may meet the held device too. On
+# real kubelets a later case sometimes also fails after these two (seen: driver/prepare), so for
+# them only their own cases are required; wrong-attribute-type must fail driver/slices alone.
+PLANTED = [("no-cdi-spec", RUNNING, False), ("leak-on-unprepare", {"driver/unprepare", "driver/kubelet-restart"}, False),
            ("unprepare-fails", {"driver/unprepare"}, False), ("wrong-attribute-type", {"driver/slices"}, True)]
 
 

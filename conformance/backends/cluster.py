@@ -51,9 +51,8 @@ class ClusterSession:
         self.faults = FaultState(case)
         from .caselog import CaseLog
         self.logs_dir: Path | None = None  # the local control plane's component logs
-        self.vendor: Any = None           # driver suite: the vendor profile (driver under test)
-        self.bindings: dict[str, str] = {}  # driver suite: ${inv.*} bound from the driver's slices
-        self.driver_nodes: Any = None     # driver suite on the local cluster: drivernodes.DriverNodes
+        # driver suite (drivertarget): the vendor profile, ${inv.*} bound, the driver's local nodes
+        self.vendor, self.bindings, self.driver_nodes = None, {}, None  # type: tuple[Any, dict[str, str], Any]
         self.log = CaseLog().__enter__()
 
     def inject_fault(self, node: str, device: str, kind: str, effect: str) -> None:
@@ -201,8 +200,7 @@ class ClusterSession:
         """A restart step on a real kubelet node: its kubelet (runtime and pods stay; it waits for
         Ready again) or its fake driver plugins (waits until the kubelet registered them)."""
         if self.driver_nodes is not None:  # the driver suite's nodes
-            self.driver_nodes.restart("plugin" if component == "driver" else component, node)
-            return
+            return self.driver_nodes.restart("plugin" if component == "driver" else component, node)  # type: ignore[no-any-return]
         side = self.node_side
         if getattr(side, "restart_kubelet", None) is None:
             raise HarnessError("restart steps need drakit's real kubelet nodes (--cluster local, as root)")
@@ -243,19 +241,6 @@ class ClusterSession:
         from .containers import from_cri_event
         found = reader(self.namespace, pod, container)
         return from_cri_event(found[-1]) if found else None
-
-    def container_env(self, pod: str, container: str | None) -> dict[str, str] | None:
-        """What the pod's container got from the driver's CDI edits: on drakit's nodes, the CDI
-        devices prepared for it resolved on its node; elsewhere, the ``KEY=value`` lines the pod
-        printed (driver-suite pods print their environment)."""
-        if self.driver_nodes is not None:
-            return self.driver_nodes.container_env(self.namespace, pod, container)  # type: ignore[no-any-return]
-        try:
-            from kubernetes.client import CoreV1Api
-            text = CoreV1Api(self.api.api_client).read_namespaced_pod_log(pod, self.namespace, container=container)
-        except Exception:  # noqa: BLE001 - not running yet, or no log: the expect step retries
-            return None
-        return dict(line.partition("=")[::2] for line in str(text).splitlines() if "=" in line)
 
     def list(self, kind: str) -> list[dict[str, Any]]:
         return self.api.list(kind, self._ns(kind))
@@ -431,9 +416,7 @@ class ClusterBackend:
                 if not target.discovery.serves(m.get("apiVersion", ""), m.get("kind", "")):
                     return ("api-not-served", f"the case uses {m.get('kind')} in {m.get('apiVersion')}, which {where} "
                                               f"does not serve (served: {', '.join(target.discovery.served)})")
-        if "driver" in case.features:
-            return self.driver_side.unmet(case)
-        return None
+        return self.driver_side.unmet(case) if "driver" in case.features else None  # the driver suite
 
     def environment(self) -> dict[str, Any]:
         """What results.json records about this cluster: names and versions, never credentials
@@ -444,12 +427,9 @@ class ClusterBackend:
                "context": self.api.target.context, "cluster": self.api.target.cluster,
                "featureGates": dict(sorted(self.gates.items())), "servedApis": list(self.discovery.served),
                "featureGateSources": dict(sorted(self.discovery.sources.items())),
-               "driver": driver_mode(self.vendor, self.installed is not None),
-               }
+               "driver": driver_mode(self.vendor, self.installed is not None)}
         session = self.config.pluginmanager.get_plugin("session")
-        items = getattr(session, "items", None) or []
-        driver_cases = any("driver" in getattr(getattr(i, "case", None), "features", ()) for i in items)
-        env["driverUnderTest"] = self.driver_side.describe(start=driver_cases)
+        env["driverUnderTest"] = self.driver_side.describe(getattr(session, "items", None) or [])
         planned = self.alternate.planned(getattr(session, "items", None) or [], self.name) if self.alternate else []
         if planned:
             env["alternateLocalClusters"] = planned
@@ -489,13 +469,7 @@ class ClusterBackend:
         if not self.local and case.nodes:
             session.scope = _label(f"{self.run_id}.{case.id}")
         if "driver" in case.features:
-            if self.driver_side.nodes is not None:
-                held = self.driver_side.nodes.settle()
-                if held:
-                    logging.getLogger("drakit.cluster").warning("claims of earlier cases still prepared: %s", held[:5])
-            session.vendor = self.vendor
-            session.bindings = self.driver_side.bindings(case)
-            session.driver_nodes = self.driver_side.nodes
+            self.driver_side.prepare_session(session, case)
         try:
             session.apply({"apiVersion": "v1", "kind": "Namespace",
                            "metadata": {"name": ns, "labels": {**case.namespace_labels, RUN_LABEL: self.run_id}}})

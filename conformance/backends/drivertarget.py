@@ -17,6 +17,8 @@
 
 from __future__ import annotations
 
+import functools
+import logging
 from typing import Any
 
 from ..spec.case import Case
@@ -93,12 +95,25 @@ class DriverSide:
     def bindings(self, case: Case) -> dict[str, str]:
         return dict(self._bound.get(case.id) or {})
 
-    def describe(self, start: bool = False) -> dict[str, Any]:
-        """``start``: the run has driver cases, so start the driver's nodes now (their slices
-        carry the version)."""
+    def prepare_session(self, session: Any, case: Case) -> None:
+        """Give a driver case's session the vendor profile, its bound inventory and the driver's
+        nodes, once no claim of an earlier case is still prepared there (a force-deleted pod's
+        claims are unprepared by the kubelet a moment later)."""
+        if self.nodes is not None:
+            held = self.nodes.settle()
+            if held:
+                logging.getLogger("drakit.cluster").warning("claims of earlier cases still prepared: %s", held[:5])
+        session.vendor = self.vendor
+        session.bindings = self.bindings(case)
+        session.driver_nodes = self.nodes
+        session.container_env = functools.partial(container_env, session.api, session.namespace, self.nodes)
+
+    def describe(self, items: Any = ()) -> dict[str, Any]:
+        """When the collected ``items`` hold driver cases, the driver's nodes start now (their
+        slices carry the version)."""
         if self.dut is None:
             return {}
-        if start:
+        if any("driver" in getattr(getattr(i, "case", None), "features", ()) for i in items):
             self._ensure_nodes()
             if self.nodes is not None:
                 self.nodes.wait_for_slices()
@@ -134,3 +149,17 @@ class _NoNeeds:
 
 
 _NO_NEEDS: Any = _NoNeeds()
+
+
+def container_env(api: Any, namespace: str, nodes: Any, pod: str, container: str | None) -> dict[str, str] | None:
+    """What the pod's container got from the driver's CDI edits: on drakit's nodes, what the node
+    recorded (``DriverNodes.container_env``); elsewhere, the ``KEY=value`` lines the pod printed
+    (driver-suite pods print their environment). None while there is nothing to read yet."""
+    if nodes is not None:
+        return nodes.container_env(namespace, pod, container)  # type: ignore[no-any-return]
+    try:
+        from kubernetes.client import CoreV1Api
+        text = CoreV1Api(api.api_client).read_namespaced_pod_log(pod, namespace, container=container)
+    except Exception:  # noqa: BLE001 - not running yet, or no log: the expect step retries
+        return None
+    return dict(line.partition("=")[::2] for line in str(text).splitlines() if "=" in line)

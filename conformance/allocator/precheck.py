@@ -43,7 +43,8 @@ def short(view: NodeView, requests: Requests, allocated: AllocatedState, node: N
                 return False  # the search evaluates device by device (and may fail with an error)
             sets.append(ids)
     committed = allocated.devices
-    shares = allocated.capacity
+    # committed capacity matters only where the search checks capacity (DRAConsumableCapacity)
+    shares = allocated.capacity if features.consumable_capacity else {}
     k = 0
     for entries in requests:
         enough = False

@@ -83,6 +83,9 @@ PLANTED = [("no-cdi-spec", RUNNING, False), ("leak-on-unprepare", {"driver/unpre
            ("unprepare-fails", {"driver/unprepare"}, False), ("wrong-attribute-type", {"driver/slices"}, True)]
 
 
+@pytest.mark.skipif(os.environ.get("DRAKIT_PLANTED_FAULTS") != "1",
+                    reason="five driver-suite runs on real kubelets (about 14 minutes on 2 cores): "
+                           "DRAKIT_PLANTED_FAULTS=1 runs them")
 def test_fake_driver_passes_and_each_planted_fault_fails_its_behaviour_only(tmp_path: Path) -> None:
     code, clean, text, _ = run_suite(tmp_path / "clean")
     assert code == 0, text[-4000:]

@@ -19,7 +19,6 @@ ROOTS = ("conformance", "fake_hw", "fake_driver", "clusters", "reports")
 MAX_LINES = 500
 # Modules still being split (each has an owner in the open issues); remove an entry once split.
 PENDING_SPLIT = {
-    "conformance/nodecheck/checks.py",  # issue 12: node-check follows the kubelet contract
 }
 
 

@@ -8,7 +8,8 @@ with ``--kubeconfig``), ``cdi`` and ``metadata`` (the file formats), ``cli`` (th
 """
 
 from .catalog import CASES
-from .checks import EXPECT_ANNOTATION, NodeCheck, Options
+from .checks import NodeCheck
+from .inputs import EXPECT_ANNOTATION, Options
 from .outcome import BACKEND, decides_failure, is_finding, render_text
 
 

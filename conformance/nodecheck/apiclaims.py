@@ -23,7 +23,7 @@ import time
 import uuid
 from typing import Any
 
-from .checks import EXPECT_ANNOTATION, driver_results
+from .inputs import EXPECT_ANNOTATION, driver_results
 
 UNKNOWN_DEVICE = "drakit-no-such-device"
 CLASS = "drakit-node-check"  # never created: a class is only the scheduler's business

@@ -20,7 +20,6 @@ The case catalogue is ``catalog.CASES``; results are ``results.json`` case entri
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -32,57 +31,9 @@ from drakit.clusters.nodeagent.client import (KUBELET_DRA_SERVICES, KUBELET_HEAL
 from . import cdi as cdicheck
 from .calls import Answer, Plugin, claim_ref, find_registration_socket, get_info, missing_claim, notify_registered, rpc_text
 from .catalog import CASES
+from .inputs import EXPECT_ANNOTATION, Observation, Options, claim_name, driver_results, expects_error, in_use
 from .inspect import answer_problems, inspect_answer
 from .outcome import BACKEND, CaseRun, CheckFailed, CheckSkipped, render_text
-
-EXPECT_ANNOTATION = "drakit.dev/node-check-expect"
-
-
-@dataclass
-class Options:
-    registry_dir: Path
-    driver: str
-    claims: list[dict[str, Any]] = field(default_factory=list)
-    claims_file: str = ""
-    cdi_dirs: tuple[Path, ...] = (Path("/etc/cdi"), Path("/var/run/cdi"))
-    timeout: float = 10.0
-    health_timeout: float = 5.0
-    rerun: str = ""
-
-
-@dataclass
-class Observation:
-    """What happened to one claim during its lifecycle."""
-
-    claim: dict[str, Any]
-    owned: bool = True
-    first: Answer | None = None
-    second: Answer | None = None
-    rpc_error: str | None = None
-    cdi: list[str] = field(default_factory=list)
-    metadata: list[str] = field(default_factory=list)
-    metadata_ids: int = 0
-    leftovers: list[str] = field(default_factory=list)
-    unprepare_error: str | None = None
-
-
-def expects_error(claim: dict[str, Any]) -> bool:
-    return (claim["metadata"].get("annotations") or {}).get(EXPECT_ANNOTATION) == "error"
-
-
-def in_use(claim: dict[str, Any]) -> bool:
-    """Pods use the claim: the kubelet prepared (or will prepare) it; node-check must not unprepare it."""
-    return bool((claim.get("status") or {}).get("reservedFor"))
-
-
-def driver_results(claim: dict[str, Any], driver: str) -> list[dict[str, Any]]:
-    alloc = (claim.get("status") or {}).get("allocation") or {}
-    return [r for r in (alloc.get("devices") or {}).get("results") or [] if r.get("driver") == driver]
-
-
-def _name(claim: dict[str, Any]) -> str:
-    return str(claim["metadata"]["name"])
-
 
 class NodeCheck:
     def __init__(self, options: Options) -> None:
@@ -263,7 +214,7 @@ class NodeCheck:
         problems: list[str] = []
         pair = self.disjoint(self.owned_claims())[:2]
         if len(pair) == 2:
-            with run.step(f"prepare {_name(pair[0])} and {_name(pair[1])} in one call", "grpc"):
+            with run.step(f"prepare {claim_name(pair[0])} and {claim_name(pair[1])} in one call", "grpc"):
                 answers, unknown = self._prepare_or_fail(pair)
                 for claim in pair:
                     problems += self._check_answer(claim, answers[claim_ref(claim)[2]])
@@ -286,7 +237,7 @@ class NodeCheck:
         if answers:
             g, b = answers[claim_ref(good)[2]], answers[bad["metadata"]["uid"]]
             if not g.ok:
-                problems.append(f"the good claim {_name(good)} failed: {g.error or 'no entry'}")
+                problems.append(f"the good claim {claim_name(good)} failed: {g.error or 'no entry'}")
             if not b.present or not b.error:
                 problems.append("the missing claim " + ("has no entry" if not b.present else "reported success"))
             if unknown:
@@ -301,7 +252,7 @@ class NodeCheck:
             return self.observations
         for claim in self.checked_claims():
             obs = Observation(claim, owned=not in_use(claim))
-            self.observations[_name(claim)] = obs
+            self.observations[claim_name(claim)] = obs
             uid = claim_ref(claim)[2]
             try:
                 answers, _ = self.p.prepare([claim])
@@ -351,7 +302,7 @@ class NodeCheck:
             raise CheckSkipped("not-applicable", "no claim was prepared with CDI ids")
         if not any(d.is_dir() for d in self.o.cdi_dirs):
             raise CheckSkipped("backend", f"no CDI folder readable here: {', '.join(map(str, self.o.cdi_dirs))}")
-        problems = [f"{_name(o.claim)}: {p}" for o in observations for p in o.cdi]
+        problems = [f"{claim_name(o.claim)}: {p}" for o in observations for p in o.cdi]
         if problems:
             raise CheckFailed(problems[0], "\n".join(problems))
 
@@ -363,10 +314,10 @@ class NodeCheck:
         for obs in observations:
             assert obs.first is not None
             if obs.second is None or not obs.second.ok:
-                problems.append(f"{_name(obs.claim)}: second prepare failed: "
+                problems.append(f"{claim_name(obs.claim)}: second prepare failed: "
                                 f"{obs.second.error if obs.second else obs.rpc_error}")
             elif obs.second.comparable() != obs.first.comparable():
-                problems.append(f"{_name(obs.claim)}: second answer {obs.second.comparable()} differs from "
+                problems.append(f"{claim_name(obs.claim)}: second answer {obs.second.comparable()} differs from "
                                 f"the first {obs.first.comparable()}")
         if problems:
             raise CheckFailed(problems[0], "\n".join(problems))
@@ -379,9 +330,9 @@ class NodeCheck:
 
         def call(claim: dict[str, Any], op: Callable[..., Any]) -> None:
             try:
-                answers[_name(claim)] = op([claim])
+                answers[claim_name(claim)] = op([claim])
             except grpc.RpcError as err:
-                answers[_name(claim)] = err
+                answers[claim_name(claim)] = err
 
         def parallel(op: Callable[..., Any]) -> None:
             threads = [threading.Thread(target=call, args=(c, op)) for c in chosen]
@@ -398,7 +349,7 @@ class NodeCheck:
             parallel(self.p.unprepare)
         problems = []
         for claim in chosen:
-            name, uid = _name(claim), claim_ref(claim)[2]
+            name, uid = claim_name(claim), claim_ref(claim)[2]
             got = prepared[name]
             if isinstance(got, grpc.RpcError):
                 problems.append(f"{name}: prepare failed as a call: {got.code().name}")
@@ -418,7 +369,7 @@ class NodeCheck:
             raise CheckSkipped("inventory", f"no claim annotated {EXPECT_ANNOTATION}=error")
         problems = []
         for claim in bad:
-            name, uid = _name(claim), claim_ref(claim)[2]
+            name, uid = claim_name(claim), claim_ref(claim)[2]
             wanted = [f"{r['pool']}/{r['device']}" for r in driver_results(claim, self.o.driver)]
             with run.step(f"prepare {name} ({', '.join(wanted)})", "grpc"):
                 try:
@@ -441,7 +392,7 @@ class NodeCheck:
         observations = [o for o in self._prepared_observations() if o.owned]
         if not observations:
             raise CheckSkipped("inventory", "no claim node-check may unprepare could be prepared")
-        problems = [f"{_name(o.claim)}: CDI devices left after unprepare: {o.leftovers}"
+        problems = [f"{claim_name(o.claim)}: CDI devices left after unprepare: {o.leftovers}"
                     for o in observations if o.leftovers]
         if problems:
             raise CheckFailed(problems[0], "\n".join(problems))
@@ -470,11 +421,11 @@ class NodeCheck:
         if not any(o.metadata_ids for o in observations):
             raise CheckSkipped("not-applicable", "the driver returned no metadata CDI ids "
                                                  f"({self.o.driver}/metadata=...): device metadata off")
-        problems = [f"{_name(o.claim)}: {p}" for o in observations for p in o.metadata]
+        problems = [f"{claim_name(o.claim)}: {p}" for o in observations for p in o.metadata]
         for obs in observations:
             want = {r.get("request", "").partition("/")[0] for r in driver_results(obs.claim, self.o.driver)}
             if obs.metadata_ids != len(want):
-                problems.append(f"{_name(obs.claim)}: {obs.metadata_ids} metadata CDI ids "
+                problems.append(f"{claim_name(obs.claim)}: {obs.metadata_ids} metadata CDI ids "
                                 f"for {len(want)} requests with devices")
         if problems:
             raise CheckFailed(problems[0], "\n".join(problems))

@@ -50,7 +50,8 @@ def run(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
     from drakit.fake_driver.plugin.claims import ClaimSourceError, load_claim_documents
 
     from .apiclaims import ApiClaims, UsageError
-    from .checks import NodeCheck, Options, driver_results
+    from .checks import NodeCheck
+    from .inputs import Options, driver_results
     from .outcome import decides_failure, render_text
 
     def usage(message: str) -> int:

@@ -105,6 +105,7 @@ def test_a_bug_inside_a_case_is_that_cases_error_with_the_traceback_in_a_file(tm
 
     class BrokenSession:  # a backend with a bug in it
         namespace = "ns"
+        bindings: dict[str, str] = {}  # no inventory placeholders bound
 
         def apply(self, *args: object, **kwargs: object) -> None:
             raise ZeroDivisionError("the backend divided by zero")

@@ -19,6 +19,7 @@ from typing import Any, Mapping
 
 from ..attributes import AttributeValue
 from ..quantity import Quantity
+from ._ast import _children
 from ._cost import API_VALUE_BOUND
 from ._device import _attribute_value, _extent
 
@@ -54,27 +55,6 @@ def _step(parent: Any, child: Any, *, allow_test: bool) -> str | None:
             return _const_string(call.args[1])
     return None
 
-
-def _children(expr: Any) -> list[Any]:
-    kind = expr.WhichOneof("expr_kind")
-    if kind == "select_expr":
-        return [expr.select_expr.operand]
-    if kind == "call_expr":
-        call = expr.call_expr
-        return ([call.target] if call.HasField("target") else []) + list(call.args)
-    if kind == "list_expr":
-        return list(expr.list_expr.elements)
-    if kind == "struct_expr":
-        out = []
-        for entry in expr.struct_expr.entries:
-            if entry.HasField("map_key"):
-                out.append(entry.map_key)
-            out.append(entry.value)
-        return out
-    if kind == "comprehension_expr":
-        comp = expr.comprehension_expr
-        return [comp.iter_range, comp.accu_init, comp.loop_condition, comp.loop_step, comp.result]
-    return []
 
 
 def device_reads(checked: Any) -> tuple[Read, ...] | None:

@@ -18,7 +18,7 @@ import contextlib
 import json
 import sys
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, NoReturn
 
 import pytest
 
@@ -277,23 +277,33 @@ class CaseItem(pytest.Item):
                                                                        "environment": describe()}, default=str)))
 
     def runtest(self) -> None:
+        if INTERRUPTS.interrupted:  # a signal came between cases and was not raised (a shield)
+            raise KeyboardInterrupt(INTERRUPTS.signal)
         if getattr(self, "_setup_failure", None):
             raise self._error(self._setup_failure)
         try:
             session = _backend(self.config, self.backend).open(self.case)
         except Exception as exc:  # noqa: BLE001 - any harness failure becomes this case's error
+            if INTERRUPTS.interrupted:  # the signal broke the set-up: the case did not run
+                raise KeyboardInterrupt(INTERRUPTS.signal) from None
             raise self._error(f"harness: setting up the case failed: {_one_line(exc)}") from None
         try:
             outcome = run_case(self.case, session)
         except KeyboardInterrupt:  # SIGINT/SIGTERM: remove the case's objects, then stop the run
-            with INTERRUPTS.shield(), contextlib.suppress(Exception):
-                session.close(failed=False)
-            raise
+            self._stop_interrupted(session)
         except Exception as exc:  # noqa: BLE001 - a bug in the runner: the case is an error, never lost
+            if INTERRUPTS.interrupted:  # the signal surfaced as some other error inside the case
+                self._stop_interrupted(session)
             from .crash import report_bug
             with contextlib.suppress(Exception):
                 session.close(failed=True)
             raise self._error(report_bug(exc, context=f"case {self.case.id} [{self.backend}]")) from None
+        if INTERRUPTS.interrupted and outcome.status != "passed":
+            # A signal came while the case ran and something on the way (a library turning the
+            # KeyboardInterrupt into its own error, a shielded block, another thread) kept it
+            # from stopping the case: what the case saw then says nothing about the target. It
+            # is a case not run, never a failure.
+            self._stop_interrupted(session)
         failure = outcome.failure
         status = outcome.status
         try:
@@ -306,6 +316,13 @@ class CaseItem(pytest.Item):
         self._record(outcome=status, steps=[s.to_json() for s in outcome.steps], failure=failure)
         if status != "passed":
             raise CaseFailed(render_failure(self.case, failure or {}))
+
+    def _stop_interrupted(self, session: Any) -> NoReturn:
+        """Remove the case's objects without being broken by a second signal, then stop the run
+        (pytest records the case as not run)."""
+        with INTERRUPTS.shield(), contextlib.suppress(Exception):
+            session.close(failed=False)
+        raise KeyboardInterrupt(INTERRUPTS.signal or "interrupted")
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, CaseFailed):

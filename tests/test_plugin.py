@@ -153,3 +153,37 @@ def pytest_collection_finish(session):
                              "--drakit-cluster", "local")
     items = dict(line.split()[1:] for line in res.stdout.lines if line.startswith("ITEM "))
     assert items["demo/one[cluster]"] == "drakit-shared-cluster", items
+
+
+def test_a_case_a_swallowed_signal_broke_is_not_run_never_failed(pytester: pytest.Pytester,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A signal that reaches the case only as some other failure (here: recorded in a shielded
+    block, after which the case fails) makes that case not run, and the run stops there."""
+    import signal
+
+    from drakit.conformance import plugin
+    from drakit.conformance.interrupt import INTERRUPTS
+
+    real_run = plugin.run_case
+
+    def run_with_a_signal(case, session):  # type: ignore[no-untyped-def]
+        if case.id == "demo/too-many":
+            INTERRUPTS.enter("cases")
+            with INTERRUPTS.shield():
+                INTERRUPTS._handle(signal.SIGTERM, None)  # recorded, not raised
+        return real_run(case, session)
+
+    monkeypatch.setattr(plugin, "run_case", run_with_a_signal)
+    pytester.makefile(".case.yaml", a=CASE.format(name="one", count=1) + "---\n" + CASE.format(name="too-many", count=2)
+                      + "---\n" + CASE.format(name="three", count=1))
+    out = pytester.path / "out"
+    try:
+        pytester.inline_run("-p", "no:cacheprovider", "--drakit-out", str(out), no_reraise_ctrlc=True)
+        results = json.loads((out / "results.json").read_text())
+    finally:
+        INTERRUPTS.reset()
+    assert [(c["id"], c["status"]) for c in results["cases"]] == [("demo/one", "passed")]
+    assert results["verdict"]["result"] == "incomplete"
+    reason = next(r for r in results["verdict"]["reasons"] if r["code"] == "interrupted")
+    assert reason["signal"] == "SIGTERM"
+    assert {c["id"] for c in reason["cases"]} == {"demo/too-many", "demo/three"}

@@ -1,15 +1,65 @@
 """The command lines of the local control plane's components (etcd, kube-apiserver,
 kube-controller-manager, kube-scheduler, kwok), as a mixin of :class:`launcher.LocalCluster`:
-each method reads the cluster's run dir, ports, kubeconfig and resolved feature gates. A
-subclass may extend one (the scheduling benchmark raises client rate limits this way).
+each method reads the cluster's run dir, ports, kubeconfig and resolved feature gates.
+:func:`merge_flags` applies a caller's ``component_args`` on top of them (the public way to
+change a component's flags, e.g. the client rate limits a benchmark raises).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from drakit.clusters.local import gates as gatesmod
 from drakit.clusters.local import kwokconfig
+
+
+#: The components whose command lines ``component_args`` may change (kubelet nodes have their own).
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+
+
+class FlagError(ValueError):
+    """A ``component_args`` entry is not a flag of a known component."""
+
+
+def flag_name(arg: str) -> str:
+    """``--kube-api-qps=100`` -> ``kube-api-qps`` (``-v=2`` and ``--v=2`` are the same flag)."""
+    return arg.lstrip("-").split("=", 1)[0]
+
+
+def check_component_args(component_args: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
+    """``component_args`` as a plain dict, or FlagError naming the first bad entry."""
+    out: dict[str, list[str]] = {}
+    for component, args in component_args.items():
+        if component not in COMPONENTS:
+            raise FlagError(f"component_args: unknown component {component!r}; known: {', '.join(COMPONENTS)}")
+        if isinstance(args, str):
+            raise FlagError(f"component_args[{component!r}]: expected a list of flags, got the string {args!r}")
+        for a in args:
+            if not isinstance(a, str) or not a.startswith("-") or not flag_name(a):
+                raise FlagError(f"component_args[{component!r}]: {a!r} is not a flag (--name=value)")
+        out[component] = list(args)
+    return out
+
+
+def merge_flags(defaults: Sequence[str], extra: Sequence[str]) -> list[str]:
+    """``defaults`` with every flag that ``extra`` names replaced by ``extra``'s occurrences of it
+    (at the first place the default had it), and ``extra``'s other flags appended in order.
+
+    Replacing rather than appending matters for list flags (``--controllers``, which a second
+    occurrence would extend) and keeps one value per flag in the command line a log shows.
+    """
+    named = {flag_name(a) for a in extra}
+    out: list[str] = []
+    placed: set[str] = set()
+    for a in defaults:
+        n = flag_name(a)
+        if n not in named:
+            out.append(a)
+        elif n not in placed:
+            out += [e for e in extra if flag_name(e) == n]
+            placed.add(n)
+    return out + [e for e in extra if flag_name(e) not in placed]
 
 
 class ComponentFlags:

@@ -36,7 +36,7 @@ from drakit.clusters.local import build as buildmod
 from drakit.clusters.local import gates as gatesmod
 from drakit.clusters.local import kubeletnode, kwokconfig, pki, procs
 from drakit.clusters.local.errors import ClusterError
-from drakit.clusters.local.flags import ComponentFlags
+from drakit.clusters.local.flags import ComponentFlags, FlagError, check_component_args, merge_flags
 from drakit.clusters.local.realnodes import KubeletNodes, RealNodes
 
 RUNTIME_CONFIG = (
@@ -67,6 +67,12 @@ class LocalCluster(ComponentFlags, KubeletNodes):
     ``gates``: feature gates (mapping or ``"A=true,B=false"``) applied on top of the
     default set, which is every DRA gate the binaries list turned on
     (``dra_gates=False`` starts from the binaries' defaults instead).
+
+    ``component_args``: extra flags per component (``etcd``, ``kube-apiserver``,
+    ``kube-controller-manager``, ``kube-scheduler``, ``kwok``), e.g.
+    ``{"kube-scheduler": ["--kube-api-qps=5000", "--kube-api-burst=5000"]}``.  A flag the
+    launcher also sets is replaced, not repeated (see :func:`flags.merge_flags`); changing the
+    flags the launcher wires together (ports, certificates, kubeconfig) breaks the cluster.
     """
 
     def __init__(
@@ -85,7 +91,12 @@ class LocalCluster(ComponentFlags, KubeletNodes):
         kubelet_nodes: Sequence[tuple[str, Mapping[str, str]]] = (),
         real_nodes: bool = True,
         kubelet_claim_read: bool = True,
+        component_args: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
+        try:
+            self.component_args = check_component_args(component_args or {})
+        except FlagError as e:
+            raise ClusterError(str(e)) from None
         # Without a run dir, an attached cluster gets a fresh private temp dir (so parallel
         # test sessions never collide); a detached one uses the CLI's well-known default.
         self._tmp_run_dir = run_dir is None and not detached
@@ -391,7 +402,7 @@ class LocalCluster(ComponentFlags, KubeletNodes):
         return per, controllers
 
     def _start(self, name: str, args: list[str], env: Mapping[str, str] | None = None) -> None:
-        argv = [str(self._bin("kwok" if name == "kwok" else name)), *args]
+        argv = [str(self._bin("kwok" if name == "kwok" else name)), *merge_flags(args, self.component_args.get(name, ()))]
         popen, info = procs.spawn(
             name, argv, self.logs_dir / f"{name}.log", env=env, cwd=self.run_dir, die_with_parent=not self.detached
         )

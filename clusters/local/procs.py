@@ -92,7 +92,9 @@ def spawn(
     ``die_with_parent`` sets PR_SET_PDEATHSIG=SIGKILL. With util-linux ``setpriv`` on PATH it
     is set by ``setpriv --pdeathsig KILL`` exec'ing ``argv`` (same pid), so no Python code runs
     between fork and exec: a ``preexec_fn`` in a process with gRPC threads (the fake drivers of
-    the same test process) could die in gRPC's fork handlers before exec.
+    the same test process) could die in gRPC's fork handlers before exec. The signal comes
+    when the *thread* that called this ends, so call it from a thread that lives as long as
+    the component should (drakit calls it from the main thread).
     """
     log.parent.mkdir(parents=True, exist_ok=True)
     command, preexec = list(argv), None
@@ -115,8 +117,25 @@ def spawn(
             start_new_session=True,
             preexec_fn=preexec,
         )
+    if die_with_parent and preexec is None:
+        _wait_for_exec(proc, argv[0])
     ticks = start_ticks(proc.pid) or 0
     return proc, ProcInfo(name, proc.pid, ticks, argv[0], str(log))
+
+
+def _wait_for_exec(proc: subprocess.Popen[bytes], program: str, timeout: float = 5.0) -> None:
+    """Return once ``setpriv`` has set the death signal and exec'd *program* (its command line is
+    then *program*'s). Popen returns as soon as setpriv itself runs; a parent killed in that
+    moment would leave a child with no death signal set (seen on a loaded machine)."""
+    want = program.encode()
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0", 1)[0] == want:
+                return
+        except OSError:
+            return
+        time.sleep(0.001)
 
 
 def stop(

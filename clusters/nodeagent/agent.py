@@ -59,7 +59,7 @@ class NodeAgent:
                  health_retry: float = 5.0,
                  on_health: Callable[[str, list[DeviceHealth]], None] | None = None,
                  on_driver_gone: Callable[[str], None] | None = None,
-                 wipe_delay: float = 30.0) -> None:
+                 wipe_delay: float = 30.0, durable: bool = True) -> None:
         self.registry_dir = Path(registry_dir).absolute()
         self.node_name = node_name
         self.optional_node_operations = optional_node_operations
@@ -71,7 +71,7 @@ class NodeAgent:
                                       registration_retry=registration_retry,
                                       health_retry=health_retry, on_health=on_health,
                                       on_driver_gone=on_driver_gone, wipe_delay=wipe_delay)
-        self._checkpoint = AgentCheckpoint(Path(state_dir)) if state_dir is not None else None
+        self._checkpoint = AgentCheckpoint(Path(state_dir), durable=durable) if state_dir is not None else None
         self._lock = threading.RLock()
         self._claims: dict[str, ClaimInfo] = self._checkpoint.load() if self._checkpoint else {}
 

@@ -74,8 +74,12 @@ class ClaimInfo:
 
 
 class AgentCheckpoint:
-    def __init__(self, state_dir: Path) -> None:
+    """``durable``: fsync each save (file and folder), as the kubelet does; off for a node whose
+    state lives in a throw-away folder (the reference backend's), where it only costs time."""
+
+    def __init__(self, state_dir: Path, *, durable: bool = True) -> None:
         self.path = state_dir / FILE_NAME
+        self.durable = durable
 
     def load(self) -> dict[str, ClaimInfo]:
         """The claims of the checkpoint; ``CheckpointError`` (one line, the file) when it exists
@@ -107,4 +111,4 @@ class AgentCheckpoint:
                           separators=(",", ":"))
         outer = {"Data": data, "Checksum": zlib.crc32(data.encode())}
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(self.path, json.dumps(outer).encode(), 0o600)
+        atomic_write(self.path, json.dumps(outer).encode(), 0o600, durable=self.durable)

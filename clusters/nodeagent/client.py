@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -33,6 +32,7 @@ DIAL_TIMEOUT = 10.0
 GET_INFO_TIMEOUT = 1.0
 NOTIFY_TIMEOUT = 5.0
 CALL_TIMEOUT = 45.0
+_READY = grpc.ChannelConnectivity.READY.value[0]  # the channel core's number for READY
 _DRIVER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 _DRA_STUBS: dict[str, tuple[Any, Any]] = {"v1.DRAPlugin": (dra_v1_pb2, dra_v1_pb2_grpc.DRAPluginStub),
@@ -173,20 +173,22 @@ class PluginClient:
     def __init__(self, registration: Registration) -> None:
         self.registration = registration
         self.channel = grpc.insecure_channel(f"unix://{registration.endpoint}")
-        self._state: grpc.ChannelConnectivity | None = None
-        self._state_lock = threading.Lock()
-        self.channel.subscribe(self._on_state, try_to_connect=True)
         self._pb2, stub_class = _DRA_STUBS[registration.service]
         self._stub = stub_class(self.channel)
+        self._check_state(try_to_connect=True)  # connect now, as the kubelet's client does
 
-    def _on_state(self, state: grpc.ChannelConnectivity) -> None:
-        with self._state_lock:
-            self._state = state
+    def _check_state(self, try_to_connect: bool) -> bool:
+        """Whether the channel is READY. Asked of the channel directly: a connectivity
+        subscription (``channel.subscribe``) would start grpc's polling thread, and closing the
+        channel then waits for its next 0.2 s poll (25 closes made 3.5 s of a reference run)."""
+        check = getattr(getattr(self.channel, "_channel", None), "check_connectivity_state", None)
+        if check is None:  # a grpc without it: a socket that exists is taken as reachable
+            return os.path.exists(self.registration.endpoint)
+        return bool(check(try_to_connect) == _READY)
 
     @property
     def connected(self) -> bool:
-        with self._state_lock:
-            return self._state == grpc.ChannelConnectivity.READY
+        return self._check_state(try_to_connect=False)
 
     @property
     def driver(self) -> str:
@@ -230,8 +232,4 @@ class PluginClient:
         return stream
 
     def close(self) -> None:
-        try:
-            self.channel.unsubscribe(self._on_state)
-        except Exception:
-            pass
         self.channel.close()

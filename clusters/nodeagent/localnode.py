@@ -114,7 +114,8 @@ class LocalNode:
 
     def _start_agent(self, timeout: float) -> None:
         assert self.root is not None
-        self.agent = NodeAgent(self._dirs()[1], self.node, state_dir=self.root / "agent",
+        # a throw-away folder, like the plugins' (durable=False): no fsync per save
+        self.agent = NodeAgent(self._dirs()[1], self.node, state_dir=self.root / "agent", durable=False,
                                **self._agent_options)  # type: ignore[arg-type]
         self.agent.start()
         self._wait_registered(timeout)

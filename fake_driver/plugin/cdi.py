@@ -53,6 +53,11 @@ def claim_spec_path(cdi_dir: Path, driver: str, klass: str, claim_uid: str) -> P
     return cdi_dir / f"{cdi_vendor(driver)}-{klass}_{claim_uid}.json"
 
 
+def claim_spec_file(cdi_dir: str, driver: str, klass: str, claim_uid: str) -> str:
+    """:func:`claim_spec_path` as a string (the prepare path handles strings, not Path objects)."""
+    return f"{cdi_dir}/{cdi_vendor(driver)}-{klass}_{claim_uid}.json"
+
+
 def claim_spec_glob(driver: str, claim_uid: str) -> str:
     """Matches every device spec file of one claim, whatever the class."""
     return f"{cdi_vendor(driver)}-*_{claim_uid}.json"
@@ -108,7 +113,11 @@ def mount_spec(kind: str, device_name: str, host_path: Path,
 
 def spec_bytes(spec: dict[str, Any]) -> bytes:
     """One line of JSON (the C encoder: several times faster than pretty-printing)."""
-    return (json.dumps(spec, separators=(",", ":")) + "\n").encode()
+    return spec_text(spec).encode()
+
+
+def spec_text(spec: dict[str, Any]) -> str:
+    return json.dumps(spec, separators=(",", ":")) + "\n"
 
 
 def write_spec(path: Path, spec: dict[str, Any]) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import collections
 
 import logging
+import os
 import shutil
 import threading
 from contextlib import contextmanager
@@ -26,11 +27,11 @@ from typing import Callable, Any, Iterator, Mapping, Sequence
 
 from drakit.fake_hw.inventory import Device, NodeInventory
 
-from ..status import device_status
+from ..status import NIC_KINDS, device_status
 from . import cdi, metadata
 from .checkpoint import Checkpoint, PreparedClaim, PreparedDevice
 from .claims import ClaimSource, ClaimSourceError
-from .files import atomic_write, ensure_dir, remove_file
+from .files import atomic_write_text, ensure_dir, remove_file
 from drakit.conformance.crash import log_bug
 
 MAX_CALLS = 10000
@@ -138,7 +139,8 @@ class FakeDriver:
         ensure_dir(config.data_dir, PRIVATE_DIR_MODE)
         if config.state_dir is not None:
             ensure_dir(config.state_dir, PRIVATE_DIR_MODE)
-        self._folders: set[Path] = set()  # folders known to exist (the CDI folder)
+        self._folders: set[str] = set()  # folders known to exist (the CDI folder)
+        self._cdi_dir = str(config.cdi_dir)
         self._metadata_prefix = str(config.data_dir / metadata.HOST_DIR_NAME) + "/"
         self._checkpoint = Checkpoint(config.checkpoint_path, durable=config.durable, sync=config.sync)
         self._state = threading.RLock()
@@ -214,12 +216,16 @@ class FakeDriver:
     @contextmanager
     def _claim_lock(self, uid: str) -> Iterator[None]:
         with self._locks_guard:
-            entry = self._locks.setdefault(uid, [threading.Lock(), 0])
+            entry = self._locks.get(uid)
+            if entry is None:
+                entry = self._locks[uid] = [threading.Lock(), 0]
             entry[1] += 1
+        lock: threading.Lock = entry[0]
+        lock.acquire()
         try:
-            with entry[0]:
-                yield
+            yield
         finally:
+            lock.release()
             with self._locks_guard:
                 entry[1] -= 1
                 if entry[1] == 0:
@@ -293,8 +299,7 @@ class FakeDriver:
             devices.append((result, device))
         files: dict[str, str] = {}
         for klass, spec in cdi.specs_by_class(self.driver, ref.uid, [d for _, d in devices]).items():
-            path = cdi.claim_spec_path(self.config.cdi_dir, self.driver, klass, ref.uid)
-            files[str(path)] = cdi.spec_bytes(spec).decode()
+            files[cdi.claim_spec_file(self._cdi_dir, self.driver, klass, ref.uid)] = cdi.spec_text(spec)
         answer: list[PreparedDevice] = []
         shared: set[tuple[str, str]] = set()
         for result, device in devices:
@@ -306,8 +311,9 @@ class FakeDriver:
                 share_id=result.get("shareID") or None))
             if result.get("adminAccess") or result.get("shareID"):
                 shared.add((result["pool"], device.name))
+        # only NICs get status entries (and reading the clock for none is a waste)
         status = device_status(self.inventory, allocation, driver=self.driver) \
-            if self.config.device_status else []
+            if self.config.device_status and any(d.kind in NIC_KINDS for _, d in devices) else []
         if self.config.device_metadata:
             answer = self._plan_metadata(claim, devices, answer, status, files)
         return (PreparedClaim(ref.uid, ref.namespace, ref.name, tuple(answer), files,
@@ -383,24 +389,24 @@ class FakeDriver:
 
     def _write_files(self, files: Mapping[str, str]) -> None:
         for path_text, content in files.items():
-            path = Path(path_text)
-            if "no-cdi-spec" in self.planted and path.parent == self.config.cdi_dir \
-                    and not path.name.startswith(f"{self.driver}_metadata_"):
+            folder = os.path.dirname(path_text)
+            if self.planted and "no-cdi-spec" in self.planted and folder == self._cdi_dir \
+                    and not os.path.basename(path_text).startswith(f"{self.driver}_metadata_"):
                 continue  # planted fault: the claim's CDI spec is never written
             if self._is_metadata_file(path_text):
-                for folder in reversed(path.parents[:3]):
-                    ensure_dir(folder, metadata.DIR_MODE)
-            elif path.parent not in self._folders:
-                ensure_dir(path.parent, 0o755)
-                self._folders.add(path.parent)
+                for parent in reversed(Path(path_text).parents[:3]):
+                    ensure_dir(parent, metadata.DIR_MODE)
+            elif folder not in self._folders:
+                ensure_dir(Path(folder), 0o755)
+                self._folders.add(folder)
             # no fsync: these files are rewritten from the checkpoint when missing
-            atomic_write(path, content.encode(), cdi.SPEC_MODE, durable=False)
+            atomic_write_text(path_text, content, cdi.SPEC_MODE)
 
     def _is_metadata_file(self, path: str) -> bool:
         return path.startswith(self._metadata_prefix)
 
     def _restore_files(self, record: PreparedClaim) -> None:
-        missing = {p: c for p, c in record.files.items() if not Path(p).exists()}
+        missing = {p: c for p, c in record.files.items() if not os.path.exists(p)}
         if missing:
             log.info("prepare %s/%s: rewriting %d missing file(s)", record.namespace, record.name,
                      len(missing))
@@ -431,7 +437,10 @@ class FakeDriver:
 
     def _remove_files(self, record: PreparedClaim) -> None:
         for path in record.files:
-            remove_file(Path(path))
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
 
     def _remove_leftovers(self, ref: ClaimRef, record: PreparedClaim | None) -> None:
         """Files of a claim the checkpoint does not know: a power loss may have cost the

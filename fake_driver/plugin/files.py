@@ -42,12 +42,13 @@ def ensure_dir(path: Path, mode: int) -> Path:
     return path
 
 
-def atomic_write(path: Path, data: bytes, mode: int = 0o644, *, durable: bool = True) -> None:
+def atomic_write(path: Path | str, data: bytes, mode: int = 0o644, *, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` atomically, leaving it with permission bits ``mode``.
 
     The temporary file is named for this process and thread (created exclusively, so a stale
     one from a dead process of the same id is replaced, never shared)."""
-    tmp = os.path.join(path.parent, f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    folder, name = os.path.split(path)
+    tmp = f"{folder}/.{name}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
@@ -71,10 +72,15 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644, *, durable: bool = 
             pass
         raise
     if durable:
-        fsync_dir(path.parent)
+        fsync_dir(folder)
 
 
-def fsync_dir(path: Path) -> None:
+def atomic_write_text(path: str, text: str, mode: int = 0o644) -> None:
+    """:func:`atomic_write` of UTF-8 text, not fsynced (files that can be written again)."""
+    atomic_write(path, text.encode(), mode, durable=False)
+
+
+def fsync_dir(path: Path | str) -> None:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:

@@ -40,6 +40,7 @@ _VOCABULARY = pytest.StashKey[frozenset[str]]()
 _COLLECTOR = pytest.StashKey[ResultsCollector]()
 _CASE_IDS = pytest.StashKey[CaseIds]()
 _MAX_BYTES = pytest.StashKey[int]()
+_LOCK_DIR = pytest.StashKey[str]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -118,6 +119,25 @@ def pytest_configure(config: pytest.Config) -> None:
         collector = ResultsCollector(config, gates=gates, backends=config.stash[_BACKENDS]["names"], vendor=vendor)
         config.stash[_COLLECTOR] = collector
         config.pluginmanager.register(collector, "drakit-results")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """On the xdist controller of a run whose workers share one cluster (the cluster backend
+    through a kubeconfig): one folder for the run's cluster lock (``backends.clusterlock``),
+    given to every worker, removed at the end (a killed run's: by the next run's sweep)."""
+    config = node.config
+    if "cluster" not in config.stash[_BACKENDS]["names"] or config.getoption("--drakit-cluster") == "local":
+        return
+    if _LOCK_DIR not in config.stash:
+        import shutil
+        import tempfile
+        from drakit.clusters.leftovers import claim
+        folder = tempfile.mkdtemp(prefix="drakit-lock-")
+        claim(Path(folder))
+        config.stash[_LOCK_DIR] = folder
+        config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+    node.workerinput["drakit_lock_dir"] = config.stash[_LOCK_DIR]
 
 
 def _check_cluster_options(config: pytest.Config, vendor: Any) -> None:
@@ -214,12 +234,21 @@ class CaseFile(pytest.File):
                     item.add_marker(getattr(pytest.mark, feature_marker(f)))
                 item.add_marker(getattr(pytest.mark, f"backend_{backend}"))
                 item.add_marker(getattr(pytest.mark, f"profile_{case.profile}"))
-                if backend == "cluster":
-                    # one cluster's cases run one at a time on one worker: cluster-scoped objects keep
-                    # the cases' plain names, and real kubelet nodes of two workers would collide
-                    # (node names, host ports); per-case prefixes are not implemented
-                    item.add_marker(pytest.mark.xdist_group("drakit-shared-cluster"))
+                group = cluster_group(case, self.config.getoption("--drakit-cluster") == "local") if backend == "cluster" else None
+                if group is not None:
+                    item.add_marker(pytest.mark.xdist_group(group))
                 yield item
+
+
+def cluster_group(case: Case, local: bool) -> str | None:
+    """The xdist group of a cluster case under ``-n N`` (None: any worker). With ``--cluster
+    local`` each worker has its own cluster, and a case with gates off runs on the worker's
+    alternate local cluster: the cases of one gate set stay on one worker, so that alternate
+    starts once. On a shared cluster the cases spread over the workers (their cluster-scoped
+    names carry the worker's prefix; cluster-wide ones run alone: ``backends.clusterlock``)."""
+    if local and any(v is False for v in case.feature_gates.values()):
+        return "drakit-gates-" + ",".join(f"{g}={str(v).lower()}" for g, v in sorted(case.feature_gates.items()))
+    return None
 
 
 class CaseFailed(Exception):

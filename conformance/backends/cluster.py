@@ -5,8 +5,10 @@ Any kubeconfig works (``--drakit-kubeconfig`` or ``$KUBECONFIG``, ``--drakit-con
 dry-run) unless ``--drakit-install-driver`` installs the fake driver (``install``). ``--drakit-cluster local``
 starts drakit's local control plane (upstream 1.37 binaries plus kwok) for the session and stops
 it at the end. Each case gets its own namespace (deterministic name, run label). Cluster-scoped
-objects a case creates (nodes, slices, classes, taint rules) are deleted when the case ends,
-so cluster cases run one at a time (``-n 0``). The fake hardware of a case is published through
+objects a case creates (nodes, slices, classes, taint rules) are deleted when the case ends.
+Under ``-n N`` each worker of ``--drakit-cluster local`` starts a cluster of its own; workers
+sharing one cluster give those objects the worker's prefix (``names``), and a cluster-wide case
+runs alone there (``clusterlock``). The fake hardware of a case is published through
 the API the way the fake driver's controller side does: kwok Nodes, the drivers' DeviceClasses
 and the nodes' ResourceSlices. On the local cluster the node side is real too
 (``clusternode``): kwok runs a pod with claims only after a node runtime has prepared them
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 import uuid
 from pathlib import Path
@@ -26,8 +29,10 @@ from typing import Any
 from ..spec.case import Case
 from ..errors import ApiRejected
 from .base import Capabilities, HarnessError
+from .clusterwrites import replace, update_node, wait_for_nodes
 from .gatemetrics import observed_gates, stated_gates
 from .kubeapi import CASE_LABEL, CLEANUP_TIMEOUT, KubeApi, NAMESPACED, RUN_LABEL, first_line
+from .names import NameMap, cluster_wide, owned_names, worker_prefix
 from .nodeside import kubelet_side_unmet, node_side_unmet, shared_driver_unmet
 
 SCOPE_LABEL = "drakit.dev/scope"  # a case's nodes, and what its pods select, on a cluster drakit does not own
@@ -35,8 +40,12 @@ SCOPE_LABEL = "drakit.dev/scope"  # a case's nodes, and what its pods select, on
 class ClusterSession:
     synchronous = False
 
-    def __init__(self, api: KubeApi, case: Case, namespace: str, run_id: str, keep_on_failure: bool) -> None:
+    def __init__(self, api: KubeApi, case: Case, namespace: str, run_id: str, keep_on_failure: bool,
+                 names: NameMap | None = None) -> None:
         self.api = api
+        # the case's names <-> the cluster's (a worker prefix on a cluster shared by workers)
+        self.names = names or NameMap()
+        self.lock: Any = None  # clusterlock.ClusterLock held while the case runs on a shared cluster
         self.case = case
         self.namespace = namespace
         self.run_id = run_id
@@ -73,7 +82,14 @@ class ClusterSession:
         return self.namespace if kind in NAMESPACED else None
 
     def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
-        obj = json.loads(json.dumps(obj))
+        try:
+            return self.names.incoming(self._apply(self.names.outgoing(json.loads(json.dumps(obj)))))  # type: ignore[no-any-return]
+        except ApiRejected as exc:  # the API server's words, with the case's names
+            raise ApiRejected(self.names.text(str(exc))) from None
+        except HarnessError as exc:
+            raise HarnessError(self.names.text(str(exc))) from None
+
+    def _apply(self, obj: dict[str, Any]) -> dict[str, Any]:
         meta = obj.setdefault("metadata", {})
         if self.scope is not None:
             self._confine(obj)
@@ -91,8 +107,8 @@ class ClusterSession:
             self.created.append((obj["kind"], out["metadata"]["name"], meta.get("namespace")))
             return out
         if obj["kind"] == "Node":
-            return self._update_node(obj, existing)
-        return self._replace(obj, existing)
+            return update_node(self.api, obj, existing)
+        return replace(self.api, obj, existing)
 
     def _confine(self, obj: dict[str, Any]) -> None:
         """The case's nodes carry the scope label; the case's pods (unless bound by name) select it."""
@@ -104,91 +120,29 @@ class ClusterSession:
                 spec.setdefault("nodeSelector", {})[SCOPE_LABEL] = self.scope
 
     def wait_for_nodes(self, names: list[str], timeout: float = 30.0) -> None:
-        """Wait until the fake nodes are Ready and carry no not-ready taint: until then the
-        scheduler filters them out, and a case's pod would go to whichever node was first."""
-        deadline = time.monotonic() + timeout
-        pending = list(names)
-        while pending:
-            node = self.api.get("Node", pending[0], None)
-            status = (node or {}).get("status") or {}
-            ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
-            tainted = any(t.get("key", "").startswith("node.kubernetes.io/")
-                          for t in ((node or {}).get("spec") or {}).get("taints") or [])
-            if ready and not tainted:
-                pending.pop(0)
-                continue
-            if time.monotonic() >= deadline:
-                raise HarnessError(f"node {pending[0]} did not become Ready and untainted within {timeout:.0f} s "
-                                   f"(is kwok running?)")
-            time.sleep(0.1)
-
-    def _update_node(self, obj: dict[str, Any], existing: dict[str, Any]) -> dict[str, Any]:
-        """A case re-applying a fake node: keep what makes it a kwok node (its annotations and
-        labels), and write the status the case gives (e.g. ``declaredFeatures: []``, an
-        older kubelet) through the status subresource, as a kubelet would, once kwok has made
-        the node Ready (kwok's node stage would otherwise fill in its defaults)."""
-        meta = obj["metadata"]
-        old = existing["metadata"]
-        meta["labels"] = {**(old.get("labels") or {}), **(meta.get("labels") or {})}
-        meta["annotations"] = {**(old.get("annotations") or {}), **(meta.get("annotations") or {})}
-        want = obj.pop("status", None)
-        out = self._replace(obj, existing)
-        if not want:
-            return out
-        deadline = time.monotonic() + 15
-        for attempt in range(10):
-            node = self.api.get("Node", meta["name"], None) or out
-            ready = any(c.get("type") == "Ready" and c.get("status") == "True"
-                        for c in (node.get("status") or {}).get("conditions") or [])
-            if not ready and time.monotonic() < deadline:
-                time.sleep(0.2)
-                continue
-            status = dict(node.get("status") or {})
-            status.update(want)
-            if "allocatable" in want:
-                status["capacity"] = {**(status.get("capacity") or {}), **want["allocatable"]}
-            node["status"] = status
-            try:
-                return self.api.replace_status(node)
-            except ApiRejected as exc:
-                if "the object has been modified" not in str(exc) or attempt == 9:
-                    raise
-        raise HarnessError(f"node {meta['name']}: its status could not be written")
-
-    def _replace(self, obj: dict[str, Any], existing: dict[str, Any]) -> dict[str, Any]:
-        meta = obj["metadata"]
-        name = meta["name"]
-        for attempt in range(5):
-            meta["resourceVersion"] = existing["metadata"]["resourceVersion"]
-            if "status" in existing:
-                obj["status"] = existing["status"]
-            try:
-                return self.api.replace(obj)
-            except ApiRejected as exc:
-                # Controllers (kwok, the claim controller) write too: re-read and try again.
-                if "the object has been modified" not in str(exc) or attempt == 4:
-                    raise
-                existing = self.api.get(obj["kind"], name, meta.get("namespace")) or existing
-        raise AssertionError("unreachable")
+        wait_for_nodes(self.api, [self.names.name(n) for n in names], timeout)
 
     def update_status(self, kind: str, name: str, status: dict[str, Any]) -> dict[str, Any]:
         """Replace the object's status through the status subresource, as a driver does."""
-        obj = self.api.get(kind, name, self._ns(kind))
+        obj = self.api.get(kind, self.names.object_name(kind, name), self._ns(kind))
         if obj is None:
             raise KeyError(f'{kind} "{name}" not found')
-        obj["status"] = status
-        return self.api.replace_status(obj)
+        obj["status"] = self.names.claim_status(status) if kind == "ResourceClaim" else status
+        try:
+            return self.names.incoming(self.api.replace_status(obj))  # type: ignore[no-any-return]
+        except ApiRejected as exc:
+            raise ApiRejected(self.names.text(str(exc))) from None
 
     def advance(self, seconds: float) -> None:
         """A real cluster has a real clock: wait."""
         time.sleep(seconds)
 
     def delete(self, kind: str, name: str) -> None:
-        if not self.api.delete(kind, name, self._ns(kind)):
+        if not self.api.delete(kind, self.names.object_name(kind, name), self._ns(kind)):
             raise KeyError(f'{kind} "{name}" not found')
 
     def get(self, kind: str, name: str) -> dict[str, Any] | None:
-        return self.api.get(kind, name, self._ns(kind))
+        return self.names.incoming(self.api.get(kind, self.names.object_name(kind, name), self._ns(kind)))  # type: ignore[no-any-return]
 
     def device_metadata(self, claim: str, request: str, driver: str | None = None) -> list[dict[str, Any]] | None:
         """The metadata file the fake driver wrote on the (local) node for the claim's request."""
@@ -243,10 +197,13 @@ class ClusterSession:
         return from_cri_event(found[-1]) if found else None
 
     def list(self, kind: str) -> list[dict[str, Any]]:
-        return self.api.list(kind, self._ns(kind))
+        """The objects of ``kind`` the case sees: in its namespace, or cluster-wide but not
+        another worker's (on a cluster shared by workers), with the case's names."""
+        found = [o for o in self.api.list(kind, self._ns(kind)) if not self.names.foreign(o["metadata"].get("name"))]
+        return self.names.incoming(found)  # type: ignore[no-any-return]
 
     def events(self) -> list[dict[str, Any]]:
-        return self.api.list("Event", self.namespace)
+        return self.names.incoming(self.api.list("Event", self.namespace))  # type: ignore[no-any-return]
 
     def diagnostics(self) -> dict[str, Any]:
         def brief(kind: str) -> list[dict[str, Any]]:
@@ -260,16 +217,18 @@ class ClusterSession:
             inv = e.get("involvedObject") or {}
             events.append(f"{e.get('type')} {e.get('reason')} {inv.get('kind')}/{inv.get('name')}: {e.get('message')}")
         from .caselog import control_plane_lines
-        mine = {(kind, name) for kind, name, ns in self.created if ns is None}
+        mine = {(kind, self.names.text(name)) for kind, name, ns in self.created if ns is None}
         slices = [o for o in brief("ResourceSlice") if ("ResourceSlice", o.get("name")) in mine or "error" in o]
-        return {"objects": brief("ResourceClaim") + brief("Pod") + slices, "events": events,
-                "driverAndNodeAgent": self.log.snapshot(),
-                "controlPlane": control_plane_lines(self.logs_dir, self.namespace)}
+        return self.names.incoming({"objects": brief("ResourceClaim") + brief("Pod") + slices, "events": events,  # type: ignore[no-any-return]
+                                    "driverAndNodeAgent": self.log.snapshot(),
+                                    "controlPlane": control_plane_lines(self.logs_dir, self.namespace)})
 
     def close(self, *, failed: bool) -> None:
         try:
             self._cleanup(failed)
         finally:
+            if self.lock is not None:  # the case's objects are gone: other workers' cases may run
+                self.lock.release()
             self.log.close()
             if self.node_side is not None:  # kept objects or not, later cases reuse the fake nodes
                 errors = self.node_side.close()
@@ -354,6 +313,15 @@ class ClusterBackend:
             self.main = Target(api, discover(api.version(), api.get_json, api.dry_run,
                                              observed=observed_gates(api), stated=stated_gates(opt("--drakit-feature-gates"))))
         self.provider = "local" if self.local else "kubeconfig"
+        # -n N on one cluster shared by the workers (not --cluster local: a cluster per worker):
+        # the worker's prefix on the cases' cluster-scoped names, cluster-wide cases alone
+        self.prefix, self.shared = "", None  # type: tuple[str, Any]
+        lock_dir = (getattr(config, "workerinput", None) or {}).get("drakit_lock_dir")
+        if not self.local and int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0) > 1 and lock_dir:
+            from .clusterlock import ClusterLock
+            self.prefix = worker_prefix(os.environ.get("PYTEST_XDIST_WORKER"))
+            self.shared = ClusterLock(Path(lock_dir))
+            self._stops.append(self.shared.close)
         self.api, self.version, self.discovery = self.main.api, self.main.version, self.main.discovery
         self.gates = dict(self.main.gates)
         self.node_side = self.main.node_side  # clusternode.ClusterNodeSide on the local cluster
@@ -463,9 +431,20 @@ class ClusterBackend:
         from .reference import case_namespace, hardware_objects
         target = self._target(case)
         ns = case_namespace(case.id)
-        self._wait_until_gone(target.api, ns)
-        session = ClusterSession(target.api, case, ns, self.run_id, self.keep_on_failure)
+        hardware = hardware_objects(case)
+        wide = self.shared is not None and cluster_wide(case) is not None
+        names = NameMap(self.prefix, owned_names([n.name for n in case.nodes], [*hardware, *(
+            m for step in case.steps for m in step.manifests)])) if self.shared is not None and not wide else NameMap()
+        if self.shared is not None:  # alone on the cluster for a cluster-wide case, else beside the others
+            self.shared.acquire(exclusive=wide)
+        session = ClusterSession(target.api, case, ns, self.run_id, self.keep_on_failure, names)
+        session.lock = self.shared
         session.logs_dir = target.logs_dir
+        try:
+            self._wait_until_gone(target.api, ns)
+        except BaseException:
+            session.close(failed=False)
+            raise
         if not self.local and case.nodes:
             session.scope = _label(f"{self.run_id}.{case.id}")
         if "driver" in case.features:
@@ -474,7 +453,7 @@ class ClusterBackend:
             session.apply({"apiVersion": "v1", "kind": "Namespace",
                            "metadata": {"name": ns, "labels": {**case.namespace_labels, RUN_LABEL: self.run_id}}})
             real = target.node_side.prepare(case) if hasattr(target.node_side, "prepare") else set()
-            for obj in hardware_objects(case):
+            for obj in hardware:
                 if obj["kind"] == "Node" and obj["metadata"]["name"] in real:
                     continue  # a real kubelet registered it, with the labels of the case
                 if obj["kind"] == "Node":

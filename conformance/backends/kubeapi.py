@@ -117,14 +117,11 @@ class KubeApi:
             raise HarnessError(f"API discovery of {path} failed: {first_line(exc)}") from None
 
     def version(self) -> str:
+        """The API server's ``gitVersion`` (GET /version, as ``get_json`` reads discovery)."""
         try:
-            return str(self.api_client.call_api("/version", "GET", response_type="object")[0].get("gitVersion"))
-        except Exception:
-            try:
-                from kubernetes.client import VersionApi
-                return str(VersionApi(self.api_client).get_code().git_version)
-            except Exception as exc:
-                raise HarnessError(f"cannot reach the API server: {first_line(exc)}") from None
+            return str(self.dynamic.request("GET", "/version").to_dict()["gitVersion"])
+        except Exception as exc:
+            raise HarnessError(f"cannot reach the API server: {first_line(exc)}") from None
 
     @staticmethod
     def _call(fn: Any, obj: dict[str, Any]) -> dict[str, Any]:

@@ -131,11 +131,14 @@ def test_a_case_the_harness_cannot_set_up_is_an_error_in_results(pytester: pytes
         "harness: setting up the case failed: RuntimeError: the fake node would not start"
 
 
-def test_a_shared_cluster_s_cases_are_one_xdist_group(pytester: pytest.Pytester) -> None:
-    """Cluster items share one xdist group (one worker, one at a time: cluster-scoped objects keep
-    the cases' plain names, and two workers' real kubelet nodes would collide); reference items
-    are not grouped."""
+def test_cluster_cases_spread_over_workers_and_gate_sets_stay_together(pytester: pytest.Pytester) -> None:
+    """Under -n N cluster items are not one xdist group: on a shared cluster the workers' names
+    are prefixed (cluster-wide cases run alone under a lock), and with --cluster local each worker
+    has its own cluster. There, cases with a gate off are grouped per gate set (the worker's
+    alternate local cluster starts once per set)."""
     write_cases(pytester)
+    pytester.makefile(".case.yaml", gates=CASE.format(name="gate-off", count=1).replace(
+        "features: [core]", "features: [core]\nfeatureGates: {DRAConsumableCapacity: false, DRADeviceTaints: false}"))
     kubeconfig = pytester.path / "kubeconfig"
     kubeconfig.write_text("apiVersion: v1\nkind: Config\ncurrent-context: c\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n"
                           "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:1'}}]\nusers: [{name: u, user: {token: x}}]\n")
@@ -148,11 +151,13 @@ def pytest_collection_finish(session):
     res = pytester.runpytest("-p", "no:cacheprovider", "--collect-only", "-q", "-s", "--drakit-backend", "reference,cluster",
                              "--drakit-kubeconfig", str(kubeconfig))
     items = dict(line.split()[1:] for line in res.stdout.lines if line.startswith("ITEM "))
-    assert items["demo/one[cluster]"] == "drakit-shared-cluster" and items["demo/one[reference]"] == "-", items
+    assert items["demo/one[cluster]"] == "-" and items["demo/one[reference]"] == "-", items
+    assert items["demo/gate-off[cluster]"] == "-", items
     res = pytester.runpytest("-p", "no:cacheprovider", "--collect-only", "-q", "-s", "--drakit-backend", "cluster",
                              "--drakit-cluster", "local")
     items = dict(line.split()[1:] for line in res.stdout.lines if line.startswith("ITEM "))
-    assert items["demo/one[cluster]"] == "drakit-shared-cluster", items
+    assert items["demo/one[cluster]"] == "-", items
+    assert items["demo/gate-off[cluster]"] == "drakit-gates-DRAConsumableCapacity=false,DRADeviceTaints=false", items
 
 
 def test_a_case_a_swallowed_signal_broke_is_not_run_never_failed(pytester: pytest.Pytester,

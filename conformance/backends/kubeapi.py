@@ -117,9 +117,10 @@ class KubeApi:
             raise HarnessError(f"API discovery of {path} failed: {first_line(exc)}") from None
 
     def version(self) -> str:
-        """The API server's ``gitVersion`` (GET /version, as ``get_json`` reads discovery)."""
+        """The API server's ``gitVersion`` (GET /version)."""
         try:
-            return str(self.dynamic.request("GET", "/version").to_dict()["gitVersion"])
+            from kubernetes.client import VersionApi
+            return str(VersionApi(self.api_client).get_code().git_version)
         except Exception as exc:
             raise HarnessError(f"cannot reach the API server: {first_line(exc)}") from None
 

@@ -440,16 +440,13 @@ class ClusterBackend:
         session = ClusterSession(target.api, case, ns, self.run_id, self.keep_on_failure, names)
         session.lock = self.shared
         session.logs_dir = target.logs_dir
-        try:
-            self._wait_until_gone(target.api, ns)
-        except BaseException:
-            session.close(failed=False)
-            raise
         if not self.local and case.nodes:
             session.scope = _label(f"{self.run_id}.{case.id}")
-        if "driver" in case.features:
-            self.driver_side.prepare_session(session, case)
         try:
+            self._wait_until_gone(target.api, ns)
+            if "driver" in case.features:
+                self.driver_side.prepare_session(session, case)
+            self.driver_side.keep_to_driver_cases(case)
             session.apply({"apiVersion": "v1", "kind": "Namespace",
                            "metadata": {"name": ns, "labels": {**case.namespace_labels, RUN_LABEL: self.run_id}}})
             real = target.node_side.prepare(case) if hasattr(target.node_side, "prepare") else set()

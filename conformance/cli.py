@@ -211,7 +211,7 @@ def _run(args: argparse.Namespace) -> int:
     pytest_args = ["-c", os.devnull, "--rootdir", str(root), "-p", "no:cacheprovider", "-p", "no:terminal",
                    "--drakit-backend", args.backend, "--drakit-out", str(out), "-n", _workers(args),
                    "--drakit-handle-signals"]
-    if str(args.workers) != "0":  # the cases of a shared cluster stay together on one worker (xdist_group)
+    if str(args.workers) != "0":  # a gate set's cases stay on one worker (xdist_group: its alternate local cluster)
         pytest_args += ["--dist", "loadgroup"]
     if args.feature_gates:
         pytest_args += ["--drakit-feature-gates", args.feature_gates]

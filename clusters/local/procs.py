@@ -185,15 +185,60 @@ def _reap(proc: subprocess.Popen[bytes] | None, timeout: float = 0.0) -> None:
         pass
 
 
+#: How long a port handed out by :func:`free_ports` is not handed out again to any drakit
+#: process of this user: the time a component may take to bind it on a busy machine.
+PORT_HOLD = 120.0
+
+
+def _port_record() -> Path:
+    base = os.environ.get("DRAKIT_CACHE") or str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "drakit")
+    return Path(base).expanduser() / "ports-handed-out.json"
+
+
 def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
-    """``n`` distinct ports the kernel reports free right now."""
-    socks = []
+    """``n`` distinct ports the kernel reports free right now, none of them handed out by this
+    function in any process in the last :data:`PORT_HOLD` seconds. A port found free is bound
+    by its component only later; meanwhile another process's bind-to-0 could be given the same
+    one (parallel workers each starting a cluster and kubelets). The ports handed out are kept in
+    a record under the user's drakit cache, read and written under an ``flock``; without it
+    (an unwritable cache) the kernel's choice alone is used."""
+    import fcntl
+    record = _port_record()
     try:
-        for _ in range(n):
+        record.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(record, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except OSError:
+        return _kernel_ports(n, host, set())
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        now = time.time()
+        try:
+            raw = os.read(fd, 1 << 20)
+            recent = {int(p): float(t) for p, t in (json.loads(raw) if raw else {}).items() if now - float(t) < PORT_HOLD}
+        except (ValueError, TypeError, AttributeError, OSError):
+            recent = {}
+        ports = _kernel_ports(n, host, set(recent))
+        recent.update({p: now for p in ports})
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps({str(p): t for p, t in recent.items()}).encode())
+        return ports
+    finally:
+        os.close(fd)  # releases the flock
+
+
+def _kernel_ports(n: int, host: str, taken: set[int]) -> list[int]:
+    socks, ports = [], []
+    try:
+        for _ in range(n + len(taken) + 64):
+            if len(ports) == n:
+                return ports
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             s.bind((host, 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
+            socks.append(s)  # a port in ``taken`` stays bound meanwhile, so the kernel gives another
+            if s.getsockname()[1] not in taken:
+                ports.append(s.getsockname()[1])
+        raise OSError(f"no {n} free ports on {host}")
     finally:
         for s in socks:
             s.close()

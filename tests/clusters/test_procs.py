@@ -47,6 +47,31 @@ def test_free_ports_are_distinct_and_unused():
     assert not any(procs.port_listening(p) for p in ports)
 
 
+def _hand_out(cache: str, q) -> None:  # type: ignore[no-untyped-def]
+    import os
+    os.environ["DRAKIT_CACHE"] = cache
+    q.put([p for _ in range(20) for p in procs.free_ports(5)])
+
+
+def test_free_ports_of_concurrent_processes_never_repeat(tmp_path, monkeypatch):
+    """Four processes asking at once (parallel workers starting clusters and kubelets) never get
+    a port another was handed in the last PORT_HOLD seconds, though none binds them."""
+    import multiprocessing
+    ctx = multiprocessing.get_context("spawn")
+    q = ctx.Queue()
+    workers = [ctx.Process(target=_hand_out, args=(str(tmp_path), q)) for _ in range(4)]
+    for w in workers:
+        w.start()
+    got = [p for _ in workers for p in q.get(timeout=60)]
+    for w in workers:
+        w.join(30)
+    assert len(got) == 400 and len(set(got)) == 400
+    monkeypatch.setenv("DRAKIT_CACHE", str(tmp_path))
+    assert not set(procs.free_ports(3)) & set(got)
+    (tmp_path / "ports-handed-out.json").write_text("not json")  # a damaged record: the kernel's choice
+    assert len(set(procs.free_ports(3))) == 3
+
+
 def _write_stale_state(run_dir: Path, info: procs.ProcInfo, detached: bool) -> None:
     run_dir.mkdir(exist_ok=True)
     (run_dir / MARKER).write_text("x")

@@ -31,6 +31,14 @@ from drakit.clusters.local.kubeletnode import MAX_NODE_DIR, KubeletNode
 
 #: How often a kubelet node that exits while starting is started again (each time with fresh ports).
 START_ATTEMPTS = 3
+#: A kubelet exits at start when it gets no inotify instance (cAdvisor needs one; each kubelet
+#: takes about 6, a control plane about 12, and all of a user's processes share
+#: fs.inotify.max_user_instances, 128 by default): such a start is tried this often, waiting
+#: INOTIFY_WAIT seconds between tries for other clusters and kubelets to give some back.
+INOTIFY_ATTEMPTS = 6
+INOTIFY_WAIT = 5.0
+INOTIFY_NOTE = ("the kubelet got no inotify instance (too many open files): this user's kubelets and control "
+                "planes hold them all (fs.inotify.max_user_instances); run fewer clusters or workers at once")
 
 Progress = Callable[[str], None]
 
@@ -182,12 +190,20 @@ class KubeletNodes:
         node = self.real.add(name, labels)
         if not wait:
             return node
-        for attempt in range(1, START_ATTEMPTS + 1):
+        attempts = START_ATTEMPTS
+        attempt = 0
+        while True:
+            attempt += 1
             try:
                 self.wait_kubelet_nodes([name])
                 return node
             except RealNodeError as failure:
-                if node.alive() or attempt == START_ATTEMPTS:
+                starved = not node.alive() and _inotify_starved(node.paths.dir / "kubelet.log")
+                if starved:  # wait for other kubelets and control planes to give instances back
+                    attempts = INOTIFY_ATTEMPTS
+                if node.alive() or attempt >= attempts:
+                    if starved:
+                        raise RealNodeError(f"kubelet node {name} exited at start: {INOTIFY_NOTE} ({failure})") from None
                     raise
                 # Again with fresh ports: a port free_ports found free can be taken by another
                 # process on a busy machine before the kubelet binds it. Each failed log is kept.
@@ -199,9 +215,10 @@ class KubeletNodes:
                 except OSError:
                     pass
                 self.progress(f"kubelet node {name} exited at start; starting it again ({failure})")
+                if starved:
+                    time.sleep(INOTIFY_WAIT)
                 self.real.remove(name, self._api_ctx())
                 node = self.real.add(name, labels)
-        return node
 
     def wait_kubelet_nodes(self, names: list[str]) -> dict[str, float]:
         assert self.real is not None
@@ -255,6 +272,15 @@ def grant_claim_read(server: str, ctx: ssl.SSLContext) -> None:
         except urllib.error.HTTPError as exc:
             if exc.code != 409:
                 raise RealNodeError(f"creating {obj['kind']} {obj['metadata']['name']}: HTTP {exc.code}") from None
+
+
+def _inotify_starved(log: Path) -> bool:
+    """Whether a kubelet's log says it could not get an inotify instance."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return False
+    return "inotify_init: too many open files" in text or "fsnotify watcher: too many open files" in text
 
 
 def _node_proc(info: procs.ProcInfo) -> bool:

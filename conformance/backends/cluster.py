@@ -357,8 +357,13 @@ class ClusterBackend:
         return Capabilities(self.version, dict(self.gates), self.discovery.served)
 
     def _target(self, case: Case) -> Any:
-        """The cluster that runs ``case``: the main one, or the alternate local cluster."""
+        """The cluster that runs ``case``: the main one, or the alternate local cluster. An
+        alternate is stopped once a case runs on the main one again (a gate set's cases come
+        together): an idle control plane and its kubelets hold the user's inotify instances,
+        of which all of the host's kubelets and control planes share 128 by default."""
         alternate = self.alternate.target(case) if self.alternate is not None else None
+        if alternate is None and self.alternate is not None:
+            self.alternate.stop()
         return alternate if alternate is not None else self.main
 
     def unmet(self, case: Case) -> tuple[str, str] | None:

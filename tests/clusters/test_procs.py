@@ -199,3 +199,12 @@ def test_die_with_parent_kills_the_child_when_its_parent_dies(tmp_path):
         assert not procs.is_alive(child, ticks), "the child outlived its parent"
     finally:
         parent.kill()
+
+
+def test_a_kubelet_without_inotify_instances_is_told_apart(tmp_path):
+    from drakit.clusters.local.realnodes import _inotify_starved
+    log = tmp_path / "kubelet.log"
+    log.write_text('E1201 22:55:59.554417   24004 kubelet.go:1833] "Failed to start cAdvisor" err="inotify_init: too many open files"\n')
+    assert _inotify_starved(log)
+    log.write_text('E1201 22:55:59.554417   24004 server.go:1] "listen tcp 127.0.0.1:10250: bind: address already in use"\n')
+    assert not _inotify_starved(log) and not _inotify_starved(tmp_path / "missing.log")

@@ -1,19 +1,30 @@
 """NodePrepareResources round trips against the fake kubelet plugin over a Unix socket.
 
-Usage: ``python benchmarks/bench_grpc.py [--calls N] [--warmup N] [--placement thread|process|sync|all]``
+Usage: ``python benchmarks/bench_grpc.py [--calls N] [--callers 1,4,8] [--prepared 0,500,5000]
+[--only noop,serve,sync,thread] [--cdi-on tmpfs|disk]``
 
-Three measurements per placement (plugin in a thread of this process; in a subprocess started
-with ``drakit driver serve``, as in production: checkpoint snapshots fsynced, journal records
-written; ``sync``: the same with ``--sync-journal``, every journal record fsynced before the
-answer), each ``--calls`` sequential calls with one claim of one device:
+The plugin runs as in production, ``drakit driver serve`` in a process of its own (checkpoint
+snapshots fsynced, journal records written: ``serve``; ``sync``: the same with
+``--sync-journal``, a prepare's commit and an unprepare's remove record fdatasynced before the
+answer, concurrent calls sharing one fdatasync). The caller is another process, as the
+kubelet is: sequential calls, then N concurrent callers, each in a process of its own (Python
+callers in one process would queue behind each other's interpreter lock, which the kubelet's
+goroutines do not). Claims have one device each; the plugin's state folder (the checkpoint) is
+on disk under the temporary folder, its CDI folder on tmpfs (``/dev/shm``) as ``/var/run/cdi``
+is on a node (``--cdi-on disk`` puts it beside the checkpoint).
 
-- ``prepare (new claim)``: a claim never seen before: claim lookup, the checkpoint's intent
-  record, CDI spec written, the commit record (all claims stay prepared, so this also shows
-  whether a new claim costs more as more are prepared);
-- ``prepare (prepared)``: the same claim again (answered from the checkpointed state);
-- ``prepare+unprepare``: a full cycle for a fresh claim, as a pod start and stop would cause.
+Baselines, measured in the same run:
 
-Prints p50 / p99 / mean in microseconds and calls per second. Bounded: it stops by itself.
+- ``noop``: the same Python gRPC server answering empty responses without any work: what the
+  transport alone costs here; every row prints its ratio to the no-op row of the same callers;
+- ``thread``: the plugin in a thread of the calling process (no fsync), the configuration this
+  script measured before (the caller then competes with the plugin for one interpreter).
+
+Printed per row: p50 / p99 of one prepare+unprepare cycle in microseconds, cycles per second,
+and whether the row meets 1,500 cycles/s with p99 under 5 ms. Then a new claim's prepare
+latency with 0, 500 and 5,000 claims already prepared (``--prepared``), and the ratio to the
+first. Bounded: it stops by itself; ``uptime`` is printed before and after (figures on a loaded
+2-core machine say more about the load than about the plugin).
 """
 
 from __future__ import annotations
@@ -24,13 +35,13 @@ import os
 import select
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent import futures
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
@@ -40,97 +51,188 @@ import grpc  # noqa: E402
 from drakit.fake_driver._gen import dra_v1_pb2 as pb, dra_v1_pb2_grpc as pbg  # noqa: E402
 from drakit.fake_driver.sampleclaims import allocated_claim  # noqa: E402
 
-DRIVER, NODE = "gpu.acme.example.com", "node-a"
+DRIVER, NODE, NAMESPACE = "gpu.acme.example.com", "node-a", "bench"
+TARGET_CYCLES, TARGET_P99_US = 1500, 5000
+
+
+def uid(i: int) -> str:
+    return f"00000000-0000-4000-8000-{i:012d}"
 
 
 def claims_for(n: int) -> list[dict[str, Any]]:
-    return [allocated_claim(f"bench-{i}", "bench", f"00000000-0000-4000-8000-{i:012d}", NODE,
+    return [allocated_claim(f"bench-{i}", NAMESPACE, uid(i), NODE,
                             # admin access: many claims may hold gpu0 at once, so no prepare is refused
                             [{"request": "gpu", "driver": DRIVER, "pool": NODE, "device": "gpu0", "adminAccess": True}])
             for i in range(n)]
 
 
-def msg(claim: dict[str, Any]) -> Any:
-    m = claim["metadata"]
-    return pb.NodePrepareResourcesRequest(claims=[pb.Claim(namespace=m["namespace"], name=m["name"], uid=m["uid"])])
+def ref(i: int) -> Any:
+    return pb.Claim(namespace=NAMESPACE, name=f"bench-{i}", uid=uid(i))
 
 
-def unmsg(claim: dict[str, Any]) -> Any:
-    m = claim["metadata"]
-    return pb.NodeUnprepareResourcesRequest(claims=[pb.Claim(namespace=m["namespace"], name=m["name"], uid=m["uid"])])
+# -- the caller (its own process: ``--role client``) ------------------------------------------------
+
+class Caller:
+    def __init__(self, socket: str) -> None:
+        self.channel = grpc.insecure_channel(f"unix://{socket}")
+        self.stub = pbg.DRAPluginStub(self.channel)
+        self.stub.NodeUnprepareResources(pb.NodeUnprepareResourcesRequest(claims=[ref(0)]), timeout=30,
+                                         wait_for_ready=True)
+        self.errors = 0
+
+    def prepare(self, i: int) -> None:
+        got = self.stub.NodePrepareResources(pb.NodePrepareResourcesRequest(claims=[ref(i)]), timeout=30)
+        self.errors += sum(1 for r in got.claims.values() if r.error)
+
+    def unprepare(self, i: int) -> None:
+        got = self.stub.NodeUnprepareResources(pb.NodeUnprepareResourcesRequest(claims=[ref(i)]), timeout=30)
+        self.errors += sum(1 for r in got.claims.values() if r.error)
+
+    def cycle(self, i: int) -> None:
+        self.prepare(i)
+        self.unprepare(i)
 
 
-def batch_msg(claims: list[dict[str, Any]], prepare: bool) -> Any:
-    refs = [pb.Claim(namespace=c["metadata"]["namespace"], name=c["metadata"]["name"], uid=c["metadata"]["uid"])
-            for c in claims]
-    return pb.NodePrepareResourcesRequest(claims=refs) if prepare else pb.NodeUnprepareResourcesRequest(claims=refs)
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of process ``pid`` (all its threads) so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measure_batches(socket: Path, claims: list[dict[str, Any]], calls: int, per_call: int) -> None:
-    """Prepare+unprepare cycles of ``per_call`` claims in one request each; every answer checked."""
-    with grpc.insecure_channel(f"unix://{socket}") as channel:
-        stub = pbg.DRAPluginStub(channel)
-        errors = 0
-
-        def cycle(i: int) -> None:
-            nonlocal errors
-            batch = claims[(i * per_call) % (len(claims) - per_call):][:per_call]
-            got = stub.NodePrepareResources(batch_msg(batch, True), timeout=30)
-            errors += sum(1 for r in got.claims.values() if r.error)
-            stub.NodeUnprepareResources(batch_msg(batch, False), timeout=30)
-
-        samples = timed(calls, cycle)
-    report(f"{per_call} claims per call", samples)
-    print(f"  {'':24} {calls * per_call / sum(samples):8.0f} claims/s prepared and unprepared, {errors} per-claim errors")
-
-
-def timed(n: int, call: Callable[[int], None]) -> list[float]:
+def timed(call: Any, items: range) -> list[float]:
     out = []
-    for i in range(n):
+    for i in items:
         t0 = time.perf_counter()
         call(i)
         out.append(time.perf_counter() - t0)
     return out
 
 
-def report(label: str, samples: list[float]) -> None:
-    us = sorted(s * 1e6 for s in samples)
-    p50 = us[len(us) // 2]
-    p99 = us[min(len(us) - 1, int(len(us) * 0.99))]
-    print(f"  {label:24} p50 {p50:8.0f} us   p99 {p99:8.0f} us   mean {statistics.fmean(us):8.0f} us"
-          f"   {len(us) / sum(samples):8.0f} calls/s")
+def client_main(args: argparse.Namespace) -> int:
+    caller = Caller(args.socket)
+    out: dict[str, Any] = {}
+    nxt = 1
+    for i in range(nxt, nxt + args.warmup):  # warm up on claims used only here
+        caller.cycle(i)
+    nxt += args.warmup
+    cpu = cpu_seconds(args.server_pid)
+    samples = timed(caller.cycle, range(nxt, nxt + args.calls))
+    out["cycle"] = {"samples": samples, "wall": sum(samples), "server_cpu": cpu_seconds(args.server_pid) - cpu}
+    nxt += args.calls
+    if args.prepared:
+        held = 0
+        for level in args.prepared:
+            for i in range(nxt + held, nxt + level):  # fill up to ``level`` prepared claims
+                caller.prepare(i)
+            held = max(held, level)
+            probe = range(nxt + held, nxt + held + args.probe)
+            samples = timed(caller.prepare, probe)
+            out[f"new claim @{level}"] = {"samples": samples, "wall": sum(samples)}
+            for i in probe:
+                caller.unprepare(i)
+    out["errors"] = caller.errors
+    print(json.dumps(out))
+    return 0
 
 
-def measure(socket: Path, claims: list[dict[str, Any]], calls: int, warmup: int) -> None:
-    with grpc.insecure_channel(f"unix://{socket}") as channel:
-        stub = pbg.DRAPluginStub(channel)
-        t0 = time.perf_counter()
-        stub.NodeUnprepareResources(unmsg(claims[0]), timeout=10, wait_for_ready=True)
-        print(f"  {'first call (connect)':24} {(time.perf_counter() - t0) * 1e6:8.0f} us")
-        for i in range(warmup):  # warm up on claims used only here
-            stub.NodePrepareResources(msg(claims[i]), timeout=10)
-            stub.NodeUnprepareResources(unmsg(claims[i]), timeout=10)
-        fresh = claims[warmup:warmup + calls]
-        new = timed(calls, lambda i: stub.NodePrepareResources(msg(fresh[i]), timeout=10))
-        for claim in fresh:
-            stub.NodeUnprepareResources(unmsg(claim), timeout=10)
-        stub.NodePrepareResources(msg(fresh[0]), timeout=10)
-        again = timed(calls, lambda i: stub.NodePrepareResources(msg(fresh[0]), timeout=10))
-        stub.NodeUnprepareResources(unmsg(fresh[0]), timeout=10)
-        cycle_claims = claims[warmup + calls:]
-
-        def cycle(i: int) -> None:
-            stub.NodePrepareResources(msg(cycle_claims[i]), timeout=10)
-            stub.NodeUnprepareResources(unmsg(cycle_claims[i]), timeout=10)
-
-        cycles = timed(calls, cycle)
-    report("prepare (new claim)", new)
-    report("prepare (prepared)", again)
-    report("prepare+unprepare", cycles)
-    measure_batches(socket, claims, max(1, calls // 32), 32)
+def worker_main(args: argparse.Namespace) -> int:
+    """One of several concurrent callers: connect, warm up, wait for the start line, cycle."""
+    caller = Caller(args.socket)
+    first, count = args.first, args.calls
+    for i in range(first, first + args.warmup):
+        caller.cycle(i)
+    print("ready", flush=True)
+    sys.stdin.readline()
+    t0 = time.monotonic()  # CLOCK_MONOTONIC: comparable between processes
+    samples = timed(caller.cycle, range(first + args.warmup, first + args.warmup + count))
+    print(json.dumps({"samples": samples, "t0": t0, "t1": time.monotonic(), "errors": caller.errors}))
+    return 0
 
 
-def in_thread(root: Path, claims: list[dict[str, Any]], calls: int, warmup: int, *extra: str) -> None:
+def concurrent_cycles(socket: Path, first: int, args: argparse.Namespace, callers: int) -> dict[str, Any]:
+    """``callers`` caller processes doing cycles of their own claims at once."""
+    share = args.calls // callers
+    procs = [subprocess.Popen([sys.executable, __file__, "--role", "worker", "--socket", str(socket),
+                               "--first", str(first + k * (share + args.warmup)), "--calls", str(share),
+                               "--warmup", str(min(args.warmup, 50))],
+                              cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+             for k in range(callers)]
+    try:
+        for proc in procs:
+            assert proc.stdout is not None
+            if proc.stdout.readline().strip() != "ready":
+                raise SystemExit("a caller process did not start")
+        cpu = cpu_seconds(args.server_pid)
+        for proc in procs:
+            assert proc.stdin is not None
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        got = [json.loads(proc.communicate(timeout=1800)[0]) for proc in procs]
+        cpu = cpu_seconds(args.server_pid) - cpu
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+    return {"samples": [s for g in got for s in g["samples"]], "errors": sum(g["errors"] for g in got),
+            "wall": max(g["t1"] for g in got) - min(g["t0"] for g in got), "server_cpu": cpu}
+
+
+# -- the no-op server (``--role noop``) ----------------------------------------------------------
+
+def noop_main(args: argparse.Namespace) -> int:
+    class Noop(pbg.DRAPluginServicer):  # type: ignore[misc]
+        def NodePrepareResources(self, request: Any, context: Any) -> Any:
+            return pb.NodePrepareResourcesResponse()
+
+        def NodeUnprepareResources(self, request: Any, context: Any) -> Any:
+            return pb.NodeUnprepareResourcesResponse()
+
+    from drakit.fake_driver.plugin.server import PluginServer
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=PluginServer.DEFAULT_WORKERS))
+    pbg.add_DRAPluginServicer_to_server(Noop(), server)
+    server.add_insecure_port(f"unix://{args.socket}")
+    server.start()
+    print("serving", flush=True)
+    signal.sigwait({signal.SIGTERM})
+    server.stop(0)
+    return 0
+
+
+# -- the parent ----------------------------------------------------------------------------------
+
+def started(cmd: list[str]) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], 60)
+    if not ready or b"serving" not in proc.stdout.readline():
+        proc.kill()
+        raise SystemExit(f"the server did not start: {' '.join(cmd)}")
+    return proc
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def run_client(socket: Path, args: argparse.Namespace, prepared: list[int]) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, "--role", "client", "--socket", str(socket), "--calls", str(args.calls),
+           "--server-pid", str(args.server_pid),
+           "--warmup", str(args.warmup), "--probe", str(args.probe),
+           "--callers", ",".join(map(str, args.callers)), "--prepared", ",".join(map(str, prepared))]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    if done.returncode != 0:
+        raise SystemExit(f"the client failed: {done.stderr.strip().splitlines()[-1:]}")
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def in_thread_client(root: Path, claims: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
+    """The earlier configuration: the plugin in a thread of this process, the caller here too."""
     from drakit.fake_driver.plugin import FakePlugin, MemoryClaimSource, PluginConfig
     from drakit.fake_hw.inventory import build_inventory
     config = PluginConfig(driver=DRIVER, node=NODE, plugin_dir=root / "plugins", registry_dir=root / "registry",
@@ -138,52 +240,129 @@ def in_thread(root: Path, claims: list[dict[str, Any]], calls: int, warmup: int,
     plugin = FakePlugin(config, build_inventory("server-8gpu", NODE), MemoryClaimSource(claims), health=False)
     plugin.start()
     try:
-        measure(plugin.dra_socket, claims, calls, warmup)
+        caller = Caller(str(plugin.dra_socket))
+        for i in range(1, 1 + args.warmup):
+            caller.cycle(i)
+        samples = timed(caller.cycle, range(1 + args.warmup, 1 + args.warmup + args.calls))
+        return {"cycle": {"samples": samples, "wall": sum(samples)}, "errors": caller.errors}
     finally:
         plugin.stop(grace=0)
 
 
-def in_process(root: Path, claims: list[dict[str, Any]], calls: int, warmup: int, *extra: str) -> None:
-    claims_file = root / "claims.json"
-    claims_file.write_text(json.dumps(claims))
-    cmd = [sys.executable, "-m", "drakit.fake_driver.cli", "driver", "serve", "--driver", DRIVER, "--node", NODE,
-           "--plugin-dir", str(root / "plugins"), "--registry-dir", str(root / "registry"),
-           "--cdi-dir", str(root / "cdi"), "--claims", str(claims_file), "--no-health", *extra]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+def figures(entry: dict[str, Any]) -> tuple[float, float, float]:
+    us = sorted(s * 1e6 for s in entry["samples"])
+    return us[len(us) // 2], us[min(len(us) - 1, int(len(us) * 0.99))], len(us) / entry["wall"]
+
+
+def uptime() -> str:
     try:
-        assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], 30)
-        if not ready or b"serving" not in proc.stdout.readline():
-            raise SystemExit("the plugin subprocess did not start")
-        measure(root / "plugins" / DRIVER / "dra.sock", claims, calls, warmup)
+        return "load average " + " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "load average unknown"
+
+
+def parent_main(args: argparse.Namespace) -> int:
+    per_run = args.warmup + args.calls + 2
+    most = max(args.prepared, default=0) + args.probe
+    concurrent = sum(args.calls + c * 50 for c in args.callers if c > 1)  # their warm-up claims too
+    claims = claims_for(per_run + most + 1 + concurrent)
+    print(f"NodePrepareResources over a Unix socket, one claim of one device per call, {args.calls} cycles a row; "
+          f"{os.cpu_count()} CPUs, {uptime()}")
+    root = Path(tempfile.mkdtemp(prefix="dkb", dir="/tmp"))
+    shm = Path("/dev/shm")
+    cdi_root = Path(tempfile.mkdtemp(prefix="dkb", dir=shm)) if args.cdi_on == "tmpfs" and shm.is_dir() else root
+    print(f"state (checkpoint) in {root}, CDI specs in {cdi_root / 'cdi'}")
+    rows: list[tuple[str, str, dict[str, Any]]] = []
+    scales: dict[str, dict[str, Any]] = {}
+    try:
+        claims_file = root / "claims.json"
+        claims_file.write_text(json.dumps(claims))
+        servers = {
+            "noop": ("no-op gRPC server (transport alone)", [sys.executable, __file__, "--role", "noop",
+                                                            "--socket", str(root / "noop.sock")]),
+            "serve": ("drakit driver serve", []),
+            "sync": ("drakit driver serve --sync-journal", ["--sync-journal"]),
+        }
+        for name, (label, extra) in servers.items():
+            if name not in args.only:
+                continue
+            run_root = root / name
+            if name == "noop":
+                proc, sock = started(extra), root / "noop.sock"
+            else:
+                sock = run_root / "plugins" / DRIVER / "dra.sock"
+                proc = started([sys.executable, "-m", "drakit.fake_driver.cli", "driver", "serve", "--driver", DRIVER,
+                                "--node", NODE, "--plugin-dir", str(run_root / "plugins"),
+                                "--registry-dir", str(run_root / "registry"), "--cdi-dir", str(cdi_root / name / "cdi"),
+                                "--claims", str(claims_file), "--no-health", *extra])
+            args.server_pid = proc.pid
+            try:
+                result = run_client(sock, args, args.prepared if name != "noop" else [])
+                first = per_run + most + 1
+                for callers in (c for c in args.callers if c > 1):
+                    entry = concurrent_cycles(sock, first, args, callers)
+                    result["errors"] += entry.pop("errors")
+                    result[f"cycle x{callers}"] = entry
+            finally:
+                stop(proc)
+            if result["errors"]:
+                print(f"  {label}: {result['errors']} per-claim errors (figures not trusted)")
+            for key, entry in result.items():
+                if key.startswith("cycle"):
+                    rows.append((label, key, entry))
+                elif key.startswith("new claim"):
+                    scales.setdefault(label, {})[key] = entry
+        if "thread" in args.only:
+            result = in_thread_client(root / "thread", claims, args)
+            rows.append(("plugin in the caller's thread (earlier bench)", "cycle", result["cycle"]))
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=10)
+        shutil.rmtree(root, ignore_errors=True)
+        if cdi_root != root:
+            shutil.rmtree(cdi_root, ignore_errors=True)
+    report(rows, scales)
+    print(f"after: {uptime()}")
+    return 0
+
+
+def report(rows: list[tuple[str, str, dict[str, Any]]], scales: dict[str, dict[str, Any]]) -> None:
+    noop = {key: figures(entry) for label, key, entry in rows if label.startswith("no-op")}
+    print(f"\n{'server':48} {'callers':>7} {'p50 us':>7} {'p99 us':>7} {'cycles/s':>8} {'vs no-op':>8} "
+          f"{'server CPU us/cycle':>19}  target")
+    for label, key, entry in rows:
+        p50, p99, rate = figures(entry)
+        callers = key.partition(" x")[2] or "1"
+        base = noop.get(key)
+        ratio = f"{rate / base[2]:7.2f}x" if base and not label.startswith("no-op") else f"{'':8}"
+        met = "meets" if rate >= TARGET_CYCLES and p99 < TARGET_P99_US else "misses"
+        cpu = f"{entry['server_cpu'] / len(entry['samples']) * 1e6:19.0f}" if "server_cpu" in entry else f"{'':19}"
+        print(f"{label:48} {callers:>7} {p50:7.0f} {p99:7.0f} {rate:8.0f} {ratio} {cpu}  {met} "
+              f"({TARGET_CYCLES:,}/s, p99 < {TARGET_P99_US / 1000:.0f} ms)")
+    for label, levels in scales.items():
+        print(f"\na new claim's prepare, {label} (p50 / p99 us, ratio of p50 to the first):")
+        first = None
+        for key, entry in levels.items():
+            p50, p99, _ = figures(entry)
+            first = first or p50
+            print(f"  {key.removeprefix('new claim @'):>6} prepared: p50 {p50:7.0f}  p99 {p99:7.0f}  {p50 / first:5.2f}x")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--calls", type=int, default=2000, help="cycles per row")
     parser.add_argument("--warmup", type=int, default=200)
-    parser.add_argument("--placement", choices=("thread", "process", "sync", "all"), default="all")
+    parser.add_argument("--probe", type=int, default=200, help="new claims timed at each --prepared level")
+    parser.add_argument("--callers", type=lambda s: [int(x) for x in s.split(",")], default=[1, 4, 8])
+    parser.add_argument("--prepared", type=lambda s: [int(x) for x in s.split(",") if x], default=[0, 500, 5000])
+    parser.add_argument("--only", type=lambda s: s.split(","), default=["noop", "serve", "sync", "thread"])
+    parser.add_argument("--cdi-on", choices=("tmpfs", "disk"), default="tmpfs")
+    parser.add_argument("--role", choices=("parent", "client", "worker", "noop"), default="parent",
+                        help=argparse.SUPPRESS)
+    parser.add_argument("--socket", help=argparse.SUPPRESS)
+    parser.add_argument("--first", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--server-pid", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    claims = claims_for(args.warmup + 2 * args.calls)
-    print(f"NodePrepareResources over a Unix socket, {args.calls} sequential calls, one claim of one device")
-    placements: dict[str, tuple[str, Callable[..., None], tuple[str, ...]]] = {
-        "thread": ("a thread of this process (no fsync)", in_thread, ()),
-        "process": ("a subprocess (snapshots fsynced, journal records written)", in_process, ()),
-        "sync": ("a subprocess with --sync-journal (every journal record fsynced)", in_process, ("--sync-journal",)),
-    }
-    for name, (label, run, extra) in placements.items():
-        if args.placement not in (name, "all"):
-            continue
-        root = Path(tempfile.mkdtemp(prefix="dkb", dir="/tmp"))
-        try:
-            print(f"plugin in {label}:")
-            run(root, claims, args.calls, args.warmup, *extra)
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
-    return 0
+    roles = {"parent": parent_main, "client": client_main, "worker": worker_main, "noop": noop_main}
+    return roles[args.role](args)
 
 
 if __name__ == "__main__":

@@ -143,10 +143,12 @@ def health_servicer(monitor: HealthMonitor, version: str, resend_seconds: float)
 class PluginServer:
     """Serves one ``FakeDriver`` on its kubelet sockets."""
 
+    DEFAULT_WORKERS = 16
+
     def __init__(self, driver: FakeDriver, *, health: HealthMonitor | None = None,
                  dra_versions: tuple[str, ...] = DRA_VERSIONS,
                  health_versions: tuple[str, ...] = HEALTH_VERSIONS,
-                 resend_seconds: float = 10.0, max_workers: int = 16) -> None:
+                 resend_seconds: float = 10.0, max_workers: int = DEFAULT_WORKERS) -> None:
         unknown = [v for v in dra_versions if v not in _DRA] + \
                   [v for v in health_versions if v not in _HEALTH]
         if unknown or not dra_versions:

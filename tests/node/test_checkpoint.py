@@ -54,7 +54,7 @@ def test_a_new_claim_appends_and_rewrites_nothing(tmp_path):
 
 def test_compaction_folds_the_journal_and_keeps_every_claim(tmp_path):
     path = tmp_path / "checkpoint.json"
-    cp = started(path, compact_min=8)
+    cp = started(path, compact_min=8, background=False)
     for i in range(20):
         cp.begin(record(i, tmp_path))
         cp.commit(f"uid-{i}")
@@ -133,3 +133,82 @@ def test_a_version_1_checkpoint_is_read(tmp_path):
     path.write_text(json.dumps({"kind": "DrakitPluginCheckpoint", "version": 1, "checksum": zlib.crc32(canonical),
                                 "claims": body}))
     assert Checkpoint(path).load() == {"uid-0": record(0, tmp_path)}
+
+
+def test_background_compaction_keeps_the_records_appended_meanwhile(tmp_path):
+    """Calls go on while a background compaction writes the snapshot: every record counts."""
+    path = tmp_path / "checkpoint.json"
+    cp = started(path, compact_min=8)
+    for i in range(400):
+        cp.begin(record(i, tmp_path))
+        cp.commit(f"uid-{i}")
+        if i % 3:
+            cp.remove(f"uid-{i}")
+    cp.settle()
+    assert cp.compactions > 2
+    lines = len(cp.journal_path.read_bytes().splitlines())
+    assert lines < 400 + 400 + 266  # folded: not every record appended (how many are left
+    # depends on how many came while the last compaction ran, which a loaded machine stretches)
+    again = Checkpoint(path)
+    assert sorted(again.load()) == sorted(f"uid-{i}" for i in range(0, 400, 3))
+
+
+def test_a_background_compaction_cut_short_applies_the_journal_after_the_fold(tmp_path):
+    """The snapshot of journal G's first K records was written, journal G+1 not yet: load
+    applies journal G's records after the K-th, and only those."""
+    path = tmp_path / "checkpoint.json"
+    cp = started(path, compact_min=10**6)
+    for i in range(5):
+        cp.begin(record(i, tmp_path))
+        cp.commit(f"uid-{i}")
+    fold, parts = (cp._generation, cp._writer.records), cp._snapshot_parts()
+    cp.begin(record(5, tmp_path))  # after the fold point: in journal G only
+    cp.commit("uid-5")
+    cp.remove("uid-0")
+    cp.begin(record(6, tmp_path))
+    path.write_bytes(cp._snapshot(fold[0] + 1, fold, parts))  # then the crash
+    again = Checkpoint(path)
+    assert sorted(again.load()) == ["uid-1", "uid-2", "uid-3", "uid-4", "uid-5"]
+    assert list(again.interrupted()) == ["uid-6"]
+
+
+def test_sync_commits_are_on_disk_before_they_return_and_share_flushes(tmp_path, monkeypatch):
+    """With ``sync``, a commit or remove returns only once an fdatasync covered its line; calls
+    that wait at the same time share one fdatasync (group commit)."""
+    import os
+    import threading
+    import time
+
+    from drakit.fake_driver.plugin import journal
+    path = tmp_path / "checkpoint.json"
+    cp = started(path, sync=True)
+    synced = {"size": 0, "calls": 0}
+    real = os.fdatasync
+
+    def fdatasync(fd: int) -> None:
+        size = os.fstat(fd).st_size
+        time.sleep(0.002)  # a disk flush takes a while: later callers queue behind it
+        real(fd)
+        synced["size"] = max(synced["size"], size)
+        synced["calls"] += 1
+
+    monkeypatch.setattr(journal.os, "fdatasync", fdatasync)
+    late: list[str] = []
+
+    def work(k: int) -> None:
+        for i in range(k * 100, k * 100 + 25):
+            cp.begin(record(i, tmp_path))
+            before = cp.journal_path.stat().st_size  # our commit line ends after this
+            cp.commit(f"uid-{i}")
+            if synced["size"] < before + len(journal.line_of(f'{{"op":"commit","uid":"uid-{i}"}}')):
+                late.append(f"uid-{i}")  # returned before a flush covered its line
+            cp.remove(f"uid-{i}")
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not late
+    assert synced["calls"] < 8 * 25 * 2  # fewer flushes than commits and removes
+    assert Checkpoint(path).load() == {}

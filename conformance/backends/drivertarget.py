@@ -109,21 +109,12 @@ class DriverSide:
         session.container_env = functools.partial(container_env, session.api, session.namespace, self.nodes)
 
     def keep_to_driver_cases(self, case: Case) -> None:
-        """The driver's own nodes take only the driver suite's pods: cordoned while any other
-        case runs (after the suite, or between its cases under ``-n N``), so that case's pods
-        go to its own nodes, as they would with no driver nodes about."""
-        if self.nodes is None or not self.nodes.nodes:
-            return
-        cordon = "driver" not in case.features
-        if getattr(self, "_cordoned", None) == cordon:
-            return
-        from .clusterwrites import replace
-        for name in self.nodes.nodes:
-            node = self.api.get("Node", name, None)
-            if node is not None and bool((node.get("spec") or {}).get("unschedulable")) != cordon:
-                node.setdefault("spec", {})["unschedulable"] = cordon
-                replace(self.api, node, node)
-        self._cordoned = cordon
+        """The driver's own nodes exist only while driver cases run: stopped (nodes, slices and
+        classes gone) when another case comes, started again by the next driver case. Otherwise
+        that case's pods could go to them and a case counting every pool of a driver would count
+        theirs (under ``-n N`` the order of the cases is not the files')."""
+        if self.nodes is not None and "driver" not in case.features:
+            self.stop()
 
     def describe(self, items: Any = ()) -> dict[str, Any]:
         """When the collected ``items`` hold driver cases, the driver's nodes start now (their

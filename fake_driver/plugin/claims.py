@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import stat
 import threading
 from pathlib import Path
 from typing import Any, Callable, Iterable, Protocol
@@ -194,13 +195,20 @@ class FileClaimSource:
         """Every claim currently in the files, in file order."""
         out: list[Claim] = []
         with self._lock:
-            files = self._files()
+            try:  # one stat for a claims file (a prepare asks for every claim it prepares)
+                single = self.path.stat()
+            except OSError:
+                single = None
+            if single is not None and not stat.S_ISDIR(single.st_mode):
+                files, known = [self.path], {self.path: single}
+            else:
+                files, known = self._files(), {}
             for stale in set(self._cache) - set(files):
                 del self._cache[stale]
                 self._generation += 1
             for file in files:
                 try:
-                    st = file.stat()
+                    st = known.get(file) or file.stat()
                 except FileNotFoundError:
                     continue
                 key = (st.st_mtime_ns, st.st_size)

@@ -42,6 +42,24 @@ def ensure_dir(path: Path, mode: int) -> Path:
     return path
 
 
+_UMASK: list[int] = []
+
+
+def _umask() -> int:
+    """The process umask, read once from /proc (``os.umask`` can only read it by changing it,
+    which other threads would see); unknown: every bit, so the mode is always set exactly."""
+    if not _UMASK:
+        mask = 0o777
+        try:
+            for line in Path("/proc/self/status").read_text().splitlines():
+                if line.startswith("Umask:"):
+                    mask = int(line.split()[1], 8)
+        except (OSError, ValueError, IndexError):
+            pass
+        _UMASK.append(mask)
+    return _UMASK[0]
+
+
 def atomic_write(path: Path | str, data: bytes, mode: int = 0o644, *, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` atomically, leaving it with permission bits ``mode``.
 
@@ -51,12 +69,13 @@ def atomic_write(path: Path | str, data: bytes, mode: int = 0o644, *, durable: b
     tmp = f"{folder}/.{name}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
         except FileExistsError:  # left by a dead process that had our pid and thread id
             os.unlink(tmp)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
         try:
-            os.fchmod(fd, mode)
+            if mode & _umask():  # created with ``mode`` less the umask: set it exactly
+                os.fchmod(fd, mode)
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]

@@ -9,12 +9,19 @@ fault                 what the fake driver then does                            
 ====================  ===========================================================  ==================
 no-cdi-spec           prepares and answers CDI ids, but writes no CDI spec         driver/pod-env
 leak-on-unprepare     unprepares, but leaves the claim's CDI spec behind           driver/unprepare
-unprepare-fails       answers every unprepare of a claim with a per-claim error    driver/unprepare
-                      for 20 s (the pod stays Terminating; then the kubelet's
-                      retry succeeds, so later cases are not hurt)
+unprepare-fails       answers the first unprepare of each claim with a per-claim   driver/unprepare
+                      error (the pod stays Terminating until the kubelet's retry,
+                      10-15 s later, succeeds; later cases are not hurt)
 wrong-attribute-type  publishes the ``index`` attribute of its first slice's       driver/slices
                       devices as a string (the profile declares an int)
 ====================  ===========================================================  ==================
+
+What else each fault fails, by design (the planted-fault test, tests/clusters/test_driver_suite.py,
+holds each fault to exactly this set): no-cdi-spec fails every case that needs a running
+container (a runtime refuses a CDI device it has no spec for: driver/registration, prepare,
+pod-env, unprepare, reuse, several-pods, kubelet-restart); both unprepare faults also fail
+driver/kubelet-restart and driver/plugin-restart, which check that a claim is unprepared cleanly
+after the restart (plugin-restart runs only for a driver started from a plugin command).
 """
 
 from __future__ import annotations

@@ -133,3 +133,29 @@ def test_the_shipped_profiles_describe_a_driver_under_test() -> None:
     assert "{node}" in " ".join(upstream.plugin.command)
     fake = load_vendor_profile().under_test
     assert fake.driver == "gpu.acme.example.com" and ("index", "gpu.acme.example.com/index", "int") in fake.attribute_types
+
+
+def test_a_pod_whose_cdi_devices_do_not_resolve_fails_at_once() -> None:
+    from drakit.conformance.cases.checks import ExpectationFailed, check_pod_running
+
+    class Session:
+        namespace = "ns"
+
+        def __init__(self, pod: dict) -> None:
+            self.pod = pod
+
+        def get(self, kind: str, name: str) -> dict:
+            return self.pod
+
+    waiting = {"reason": "CreateContainerError",
+               "message": "CDI device injection failed: unresolvable CDI devices k8s.d.example.com/gpu=x-gpu0"}
+    stuck = {"metadata": {"name": "p"}, "spec": {"nodeName": "n1"},
+             "status": {"phase": "Pending", "containerStatuses": [{"name": "main", "state": {"waiting": waiting}}]}}
+    with pytest.raises(ExpectationFailed) as err:
+        check_pod_running(Session(stuck), {"pod": "p"})  # type: ignore[arg-type]
+    assert err.value.final and "unresolvable CDI devices" in err.value.summary
+    pulling = copy.deepcopy(stuck)
+    pulling["status"]["containerStatuses"][0]["state"]["waiting"] = {"reason": "ContainerCreating"}
+    with pytest.raises(ExpectationFailed) as err:
+        check_pod_running(Session(pulling), {"pod": "p"})  # type: ignore[arg-type]
+    assert not err.value.final  # still starting: the expect step waits

@@ -239,22 +239,15 @@ class ClusterSession:
     def _cleanup(self, failed: bool) -> None:
         if failed and self.keep_on_failure:
             return
+        from .cleanup import remove_case_objects
         real = getattr(self.node_side, "real", None) or {}
-        for pod in self.api.list("Pod", self.namespace):
-            # A real kubelet gets to stop the pod and unprepare its claims before the pod goes (a
-            # forced delete would free its devices for the next case while still prepared).
-            on_kubelet = (pod.get("spec") or {}).get("nodeName") in real
-            self.api.delete("Pod", pod["metadata"]["name"], self.namespace, grace=1 if on_kubelet else 0)
-        for claim in self.api.list("ResourceClaim", self.namespace):
-            self.api.delete("ResourceClaim", claim["metadata"]["name"], self.namespace)
-        deadline = time.monotonic() + CLEANUP_TIMEOUT
-        while time.monotonic() < deadline and (self.api.list("Pod", self.namespace)
-                                                or self.api.list("ResourceClaim", self.namespace)):
-            time.sleep(0.25)
-        self.api.delete("Namespace", self.namespace, None)
-        for kind, name, ns in reversed(self.created):
-            if ns is None:
-                self.api.delete(kind, name, None)
+        driver_case = "driver" in self.case.features  # its pods run where a kubelet prepares claims
+        left = remove_case_objects(self.api, self.namespace, self.created, lambda pod: driver_case or (
+            pod.get("spec") or {}).get("nodeName") in real)
+        if left:
+            logging.getLogger("drakit.cluster").warning(
+                "case %s: still there %.0f s after deleting them (a NodeUnprepareResources that keeps failing "
+                "keeps a pod Terminating): %s", self.case.id, CLEANUP_TIMEOUT, ", ".join(left[:5]))
 
 
 def _mark_harness_driven(obj: dict[str, Any], run_id: str) -> None:

@@ -336,6 +336,35 @@ class DriverNodes:
         failures = node.agent.registration_failures() if node.agent is not None else {}
         return False, "; ".join(f"{k}: {v}" for k, v in failures.items()) or f"registered: {sorted(drivers) or 'none'}"
 
+    def log_marks(self) -> dict[str, int]:
+        """Where each node's kubelet log stands now: a case reads only what follows."""
+        marks = {}
+        for node in self.nodes.values():
+            if node.kubelet is not None:
+                try:
+                    marks[node.name] = node.kubelet_log().stat().st_size
+                except OSError:
+                    marks[node.name] = 0
+        return marks
+
+    def unprepare_errors(self, namespace: str, since: dict[str, int]) -> list[str]:
+        """The kubelet's failed unprepares for pods of ``namespace`` since ``since`` (its pod worker
+        logs "unprepare dynamic resources: ..." and retries 10-15 s later; kubelet 1.37.2 records
+        no event). Empty on agent nodes: drakit's node agent records FailedUnprepare events."""
+        found = []
+        for node in self.nodes.values():
+            if node.kubelet is None:
+                continue
+            try:
+                with node.kubelet_log().open("rb") as fh:
+                    fh.seek(since.get(node.name, 0))
+                    text = fh.read().decode(errors="replace")
+            except OSError:
+                continue
+            found += [f"{node.name}: {ln[-300:]}" for ln in text.splitlines()
+                      if "unprepare dynamic resources" in ln and f'pod="{namespace}/' in ln]
+        return found
+
     def cdi_specs_naming(self, uid: str) -> list[str]:
         found = []
         for node in self.nodes.values():
@@ -406,9 +435,12 @@ class DriverNodes:
         node = self._node(name)
         if node.kubelet is not None and component == "kubelet":
             node.mark_log()
-            node.kubelet.restart_kubelet()
-            self.target.cluster._save_state()
-            self.target.cluster.wait_kubelet_nodes([name])
+            try:
+                node.kubelet.restart_kubelet()
+                self.target.cluster._save_state()
+                self.target.cluster.wait_kubelet_nodes([name])
+            except Exception as exc:  # noqa: BLE001 - a kubelet that does not come back is the harness's
+                raise HarnessError(f"restarting the kubelet of {name}: {exc}") from None
             if node.local is not None:  # the fake driver's slices, wiped by the kubelet at start
                 self._publish(node, node.inventory)
             return

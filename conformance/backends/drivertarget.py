@@ -106,6 +106,7 @@ class DriverSide:
         session.vendor = self.vendor
         session.bindings = self.bindings(case)
         session.driver_nodes = self.nodes
+        session.log_marks = self.nodes.log_marks() if self.nodes is not None else {}
         session.container_env = functools.partial(container_env, session.api, session.namespace, self.nodes)
 
     def keep_to_driver_cases(self, case: Case) -> None:

@@ -11,11 +11,12 @@ from .matching import mismatches
 class ExpectationFailed(AssertionError):
     """The target did not behave as the case says (a product failure)."""
 
-    def __init__(self, summary: str, *, expected: Any = None, actual: Any = None) -> None:
+    def __init__(self, summary: str, *, expected: Any = None, actual: Any = None, final: bool = False) -> None:
         super().__init__(summary)
         self.summary = summary
         self.expected = expected
         self.actual = actual
+        self.final = final  # the state cannot change any more: the expect step stops waiting
 
 
 def claim_name(s: Session, ref: Any) -> str:
@@ -152,9 +153,23 @@ def check_pod_running(s: Session, body: dict[str, Any]) -> None:
     pod = _pod(s, body["pod"])
     phase = (pod.get("status") or {}).get("phase")
     if phase != "Running":
+        cdi = _unresolvable_cdi(pod)
+        if cdi:  # prepare succeeded, yet the runtime cannot find the CDI devices it answered: never runs
+            raise ExpectationFailed(f"pod {body['pod']} cannot run: {cdi}", expected="Running", actual=cdi, final=True)
         cond = _scheduled_condition(pod)
         raise ExpectationFailed(f"pod {body['pod']} is {phase or 'not started'}, expected Running"
                                 + (f": {cond['message']}" if cond.get("message") else ""), expected="Running", actual=phase)
+
+
+def _unresolvable_cdi(pod: dict[str, Any]) -> str | None:
+    """The runtime's error (the CDI library's words, as containerd, CRI-O and the fake CRI pass
+    them on) for CDI devices it cannot resolve, after the driver's prepare said they exist."""
+    status = pod.get("status") or {}
+    for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
+        waiting = (cs.get("state") or {}).get("waiting") or {}
+        if "unresolvable CDI devices" in str(waiting.get("message") or ""):
+            return f"container {cs.get('name')}: {waiting.get('reason')}: {str(waiting['message'])[:300]}"
+    return None
 
 
 def check_pod_pending(s: Session, body: dict[str, Any]) -> None:

@@ -9,7 +9,9 @@ container got). Each check raises :class:`ExpectationFailed`; expect steps retry
 - ``driverRegistered: {node}``: its plugin is registered with that node's kubelet;
 - ``containerEnv: {pod, container, claim, request}``: the container got the environment the
   driver's CDI edits give (``driverUnderTest.containerEnv`` of the profile);
-- ``cdiClean: {claim}``: no CDI spec on the driver's nodes names the claim's UID.
+- ``cdiClean: {claim}``: no CDI spec on the driver's nodes names the claim's UID;
+- ``unprepareSucceeded: {}``: no NodeUnprepareResources for a pod of the case failed (the
+  kubelets' logs on the driver's nodes).
 """
 
 from __future__ import annotations
@@ -177,9 +179,19 @@ def check_cdi_clean(s: Session, body: dict[str, Any]) -> None:
                                 expected=[], actual=left)
 
 
+def check_unprepare_succeeded(s: Session, body: dict[str, Any]) -> None:
+    """No NodeUnprepareResources call for a pod of the case failed, as the kubelets of the
+    driver's nodes logged it (a failure the kubelet's retry repaired still failed)."""
+    errors = _nodes(s).unprepare_errors(s.namespace, getattr(s, "log_marks", None) or {})
+    if errors:
+        raise ExpectationFailed(f"NodeUnprepareResources failed: {errors[0]}", expected=[], actual=errors[:5],
+                                final=True)
+
+
 DRIVER_CHECKS: dict[str, Callable[[Session, dict[str, Any]], None]] = {
     "driverSlices": check_driver_slices,
     "driverRegistered": check_driver_registered,
     "containerEnv": check_container_env,
     "cdiClean": check_cdi_clean,
+    "unprepareSucceeded": check_unprepare_succeeded,
 }

@@ -53,6 +53,7 @@ class _Failure(Exception):
     status: str = "failed"
     detail: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    final: bool = False  # waiting longer cannot change the outcome
 
 
 def run_case(case: Case, session: Session, *, clock: Callable[[], float] = time.monotonic,
@@ -177,10 +178,10 @@ def _run_step(step: Step, s: Session, clock: Callable[[], float], sleep: Callabl
                 try:
                     CHECKS[name](s, substitute_runtime(body, s.namespace, _bound(s)))
                 except ExpectationFailed as exc:
-                    raise _Failure(line, exc.summary, exc.expected, exc.actual) from None
+                    raise _Failure(line, exc.summary, exc.expected, exc.actual, final=exc.final) from None
             return
-        except _Failure:
-            if s.synchronous or clock() >= deadline:
+        except _Failure as f:
+            if s.synchronous or clock() >= deadline or f.final:
                 raise
         sleep(POLL_INTERVAL)
 

@@ -115,7 +115,6 @@ class ClaimError(Exception):
     """A per-claim failure; the message goes into the response's ``error`` field."""
 
 
-UNPREPARE_FAILS_FOR = 20.0  # seconds the planted fault unprepare-fails fails a claim's unprepare
 
 
 class FakeDriver:
@@ -159,7 +158,7 @@ class FakeDriver:
         self.calls: collections.deque[dict[str, Any]] = collections.deque(maxlen=MAX_CALLS)
         from drakit.fake_driver.planted import planted
         self.planted = planted()  # faults planted on purpose (DRAKIT_FAKE_DRIVER_PLANT)
-        self._failing_since: dict[str, float] = {}
+        self._failed_once: set[str] = set()  # claims whose unprepare the planted fault failed
 
     def _recover(self, interrupted: dict[str, PreparedClaim]) -> None:
         """Remove what prepares cut short by a crash wrote: they were never answered, so the
@@ -415,11 +414,9 @@ class FakeDriver:
     # -- unprepare ------------------------------------------------------------------------------
 
     def _unprepare_one(self, ref: ClaimRef) -> None:
-        if "unprepare-fails" in self.planted and ref.uid in self.prepared():
-            import time
-            first = self._failing_since.setdefault(ref.uid, time.monotonic())
-            if time.monotonic() - first < UNPREPARE_FAILS_FOR:  # then the kubelet's retry succeeds
-                raise RuntimeError("planted fault unprepare-fails")
+        if "unprepare-fails" in self.planted and ref.uid in self.prepared() and ref.uid not in self._failed_once:
+            self._failed_once.add(ref.uid)  # the first call fails; the kubelet's retry (10-15 s later) succeeds
+            raise RuntimeError("planted fault unprepare-fails")
         _check_ref(ref)
         with self._claim_lock(ref.uid):
             with self._state:

@@ -246,3 +246,18 @@ def test_nic_status_is_written_to_the_claim(start_plugin, inventory):
     assert [(e["device"], e["networkData"]["interfaceName"]) for e in status] == [
         ("nic1", "net1"), ("nic0-vf0", "net2")]
     assert status[1]["networkData"]["hardwareAddress"] == inventory.device("nic0-vf0").mac
+
+
+def test_planted_unprepare_fails_fails_the_first_unprepare_of_a_claim_only(start_plugin, inventory, monkeypatch):
+    monkeypatch.setenv("DRAKIT_FAKE_DRIVER_PLANT", "unprepare-fails")
+    claims = sample_claims(inventory, GPU)
+    plugin, _ = start_plugin(GPU, claims)
+    channel, stub = dra_stub(plugin.dra_socket)
+    single = by_name(claims)["single"]
+    uid = single["metadata"]["uid"]
+    prepare(stub, single)
+    first = unprepare(stub, single)
+    assert "planted fault unprepare-fails" in first.claims[uid].error and uid in plugin.driver.prepared()
+    second = unprepare(stub, single)  # the kubelet's retry
+    assert second.claims[uid].error == "" and uid not in plugin.driver.prepared()
+    channel.close()

@@ -1,0 +1,42 @@
+"""Removing what a cluster case made, so that the next case starts from a clean cluster.
+
+Pods go first. A pod on a kubelet that prepares claims (drakit's real kubelet case nodes, the
+driver suite's nodes, the nodes of a driver case on any cluster) is deleted gracefully: the
+kubelet stops its containers, calls the driver's NodeUnprepareResources, and only then lets the
+pod object go (kubelet 1.37 ``SyncTerminatedPod``: resources are unprepared after every
+container stopped and before the pod's final status; a failing unprepare keeps the pod
+Terminating). A forced delete (grace 0) would remove the object at once while the kubelet
+unprepares later, and the next case could be given the same device while it is still prepared.
+Then the case's claims; the namespace and the cluster-scoped objects the case created go once
+its pods and claims are gone, or after ``CLEANUP_TIMEOUT`` (what is left is returned, for the
+log: the case's outcome is recorded already).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from .kubeapi import CLEANUP_TIMEOUT
+
+
+def remove_case_objects(api: Any, namespace: str, created: list[tuple[str, str, str | None]],
+                        graceful: Callable[[dict[str, Any]], bool], *, timeout: float = CLEANUP_TIMEOUT) -> list[str]:
+    """Delete the case's pods (``graceful(pod)``: grace 1, else 0), claims, namespace and the
+    cluster-scoped objects in ``created`` (newest first). Returns ``Kind/name`` of the pods and
+    claims still there when ``timeout`` ran out (empty when all went)."""
+    for pod in api.list("Pod", namespace):
+        api.delete("Pod", pod["metadata"]["name"], namespace, grace=1 if graceful(pod) else 0)
+    for claim in api.list("ResourceClaim", namespace):
+        api.delete("ResourceClaim", claim["metadata"]["name"], namespace)
+    deadline = time.monotonic() + timeout
+    while left := [f"{kind}/{o['metadata']['name']}" for kind in ("Pod", "ResourceClaim")
+                   for o in api.list(kind, namespace)]:
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.25)
+    api.delete("Namespace", namespace, None)
+    for kind, name, ns in reversed(created):
+        if ns is None:
+            api.delete(kind, name, None)
+    return left

@@ -25,7 +25,8 @@ _SAMPLE = re.compile(r"^([a-zA-Z_:][\w:]*)(?:\{(.*)\})?\s+(\S+)")
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 _WANTED = ("scheduler_schedule_attempts_total", "scheduler_queueing_hint_execution_duration_seconds_count",
            "scheduler_event_handling_duration_seconds_", "scheduler_pre_queueing_hint_evaluations_total",
-           "kubernetes_feature_enabled")
+           "kubernetes_feature_enabled", "scheduler_pending_pods", "scheduler_queue_incoming_pods_total",
+           "scheduler_pod_scheduled_after_flush_total")
 
 
 def scrape(c: LocalCluster) -> Samples:
@@ -61,8 +62,17 @@ def explain(before: Samples, after: Samples) -> Obj:
             "claimEvents": sum(by(ev + "count", "event", claim).values()),
             "claimEventSeconds": sum(by(ev + "sum", "event", claim).values()),
             "preHint": by("scheduler_pre_queueing_hint_evaluations_total", "result"),
+            "incoming": by("scheduler_queue_incoming_pods_total", "queue"),
+            "incomingByEvent": dict(sorted(by("scheduler_queue_incoming_pods_total", "event").items(),
+                                           key=lambda kv: -kv[1])[:6]),
+            "scheduledAfterFlush": sum(by("scheduler_pod_scheduled_after_flush_total", "").values()),
             "hintCallsAtLeast": sum(by("scheduler_queueing_hint_execution_duration_seconds_count", "plugin",
                                        lambda lab: lab.get("plugin") == "DynamicResources").values())}
+
+
+def pending(samples: Samples) -> dict[str, float]:
+    """``scheduler_pending_pods`` by queue (active, backoff, unschedulable, gated)."""
+    return {dict(labels).get("queue", ""): v for (n, labels), v in samples.items() if n == "scheduler_pending_pods"}
 
 
 def gate_enabled(samples: Samples) -> bool | None:

@@ -21,6 +21,9 @@ ON_BIND = "on-bind"
 #: Pods with DRA claims go Running only when annotated ``drakit.dev/prepared: "true"``: what
 #: ``clusters.nodeagent.kube.KubeNodeRuntime`` does once it has prepared their claims.
 PREPARED = "prepared"
+#: Pods are never started: a bound pod stays Pending, as in upstream's scheduler_perf (no node
+#: side at all); kwok only keeps the nodes Ready and removes deleted pods.  For benchmarks.
+NODES_ONLY = "nodes-only"
 
 PREPARED_ANNOTATION = "drakit.dev/prepared"
 #: Annotation kwok uses to pick the nodes it manages (see the launcher's kwok flags).
@@ -29,6 +32,7 @@ NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 STAGE_SETS: dict[str, tuple[str, ...]] = {
     ON_BIND: ("node.yaml", "pod-on-bind.yaml", "pod-delete.yaml"),
     PREPARED: ("node.yaml", "pod-prepared.yaml", "pod-delete.yaml"),
+    NODES_ONLY: ("node.yaml", "pod-delete.yaml"),
 }
 
 

@@ -49,6 +49,13 @@ def test_delete_waits_for_unprepare():
         assert ops[f'.metadata.annotations["{kwokconfig.PREPARED_ANNOTATION}"]'] == ("NotIn", ["true"])
 
 
+def test_nodes_only_set_never_starts_a_pod():
+    docs = kwokconfig.stage_documents(kwokconfig.NODES_ONLY)
+    pod_stages = [d for d in docs if d["spec"]["resourceRef"]["kind"] == "Pod"]
+    assert [d["metadata"]["name"] for d in pod_stages] == ["drakit-pod-delete"]
+    assert pod_stages[0]["spec"]["next"] == {"delete": True}
+
+
 def test_unknown_stage_set():
     with pytest.raises(kwokconfig.StageError, match="unknown stage set"):
         kwokconfig.stage_documents("nope")

@@ -2,7 +2,7 @@
 control plane (kube-apiserver, etcd, kube-controller-manager, kube-scheduler 1.37.2, kwok nodes).
 
 Usage: ``python benchmarks/bench_prequeue.py [--nodes 500] [--init 2500] [--pods 2500] [--repeat 3]
-[--create live|paused] [--components upstream|default] [--claim-workers 5] [--seed 1] [--profile DIR] [--json]``
+[--create live|paused] [--components upstream|default] [--claim-workers 5] [--all-dra-gates] [--seed 1] [--profile DIR] [--json]``
 
 The workload is ``SchedulingWithResourceClaimTemplate/5000pods_500nodes`` (see
 ``clusterbench/schedperf.py``): 500 nodes x 10 devices, 2,500 claims allocated before the
@@ -60,7 +60,8 @@ def print_text(res: Obj) -> None:
     a = res["args"]
     print(f"== {GATE} at scheduler_perf's shape (SchedulingWithResourceClaimTemplate): {a['nodes']} kwok nodes x "
           f"{DEVICES_PER_NODE} devices, {a['init']} claims allocated first, {a['pods']} measured pods; "
-          f"create {a['create']}, components {a['components']}, {a['claim_workers']} claim workers")
+          f"create {a['create']}, components {a['components']}, {a['claim_workers']} claim workers, "
+          f"{'every DRA gate on' if a['all_dra_gates'] else 'default gates'}")
     print(f"{'run':>3} {'gate':4} {'Average':>8} {'Perc50':>7} {'Perc90':>7} {'bind s':>7} {'create s':>8}  "
           f"{'load start / end':18} CPU s during the measurement")
     for i, r in enumerate(res["runs"]):
@@ -102,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="the components scheduler_perf runs, or the launcher's default cluster")
     ap.add_argument("--claim-workers", type=int, default=5,
                     help="workers of the resource claim controller (scheduler_perf: 5; the controller manager's default: 50)")
+    ap.add_argument("--all-dra-gates", action="store_true",
+                    help="every DRA gate on (the launcher's default) instead of the binaries' defaults (scheduler_perf's)")
     ap.add_argument("--seed", type=int, default=1, help="seed of the init claims' random nodes")
     ap.add_argument("--profile", type=Path, default=None, metavar="DIR",
                     help="write Go CPU profiles of the API server, scheduler and controller manager (the first "
@@ -115,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"need --nodes, --pods, --repeat, --claim-workers >= 1 and --init + --pods <= {DEVICES_PER_NODE} x --nodes")
     install_sigterm_as_exit()
     args = {"nodes": a.nodes, "init": init, "pods": pods, "create": a.create, "components": a.components,
-            "claim_workers": a.claim_workers}
+            "claim_workers": a.claim_workers, "all_dra_gates": a.all_dra_gates}
     runs: list[Obj] = []
     try:
         for i in range(a.repeat):

@@ -28,6 +28,11 @@ controller manager with only the resource claim, garbage collector and namespace
 controllers; the API server without the ServiceAccount, TaintNodesByCondition and Priority
 admission plugins; kwok keeping the nodes Ready but starting no pod.  ``claim_workers``: the
 resource claim controller's workers (scheduler_perf runs 5; the controller manager's default is 50).
+
+Feature gates are the binaries' defaults plus the one under test, as in scheduler_perf (whose
+test case turns on only DynamicResourceAllocation, on by default in 1.37); ``all_dra_gates``
+turns every DRA gate on as the launcher does by default, which makes the scheduler pick the
+experimental allocator and run the alpha features' extra checks.
 """
 
 from __future__ import annotations
@@ -54,6 +59,8 @@ DEVICES_PER_NODE, PCI_ROOTS = 10, 2
 INIT_NS, TEST_NS = "init", "test"
 LABEL = "drakit.dev/schedperf"
 QPS = 5000  # scheduler_perf's client QPS and burst
+#: The API versions served with the default gates (the scheduling.k8s.io beta needs GenericWorkload).
+DEFAULT_GATES_APIS = "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true"
 
 
 PROFILED = {"kube-apiserver": "apiserver", "kube-scheduler": "scheduler", "kube-controller-manager": "controller-manager"}
@@ -206,12 +213,13 @@ def _signal(c: LocalCluster, names: tuple[str, ...], sig: signal.Signals) -> Non
 
 
 def run_once(hints: bool, *, nodes: int, init: int, pods: int, create: str, components: str, seed: int,
-             claim_workers: int = 5, profile_dir: Path | None = None, profile_seconds: int = 20) -> Obj:
+             claim_workers: int = 5, all_dra_gates: bool = False, profile_dir: Path | None = None, profile_seconds: int = 20) -> Obj:
     load0 = load_average()
     progress(f"{GATE}={str(hints).lower()}: starting a cluster (load average {load0})")
     stage_set = kwokconfig.NODES_ONLY if components == "upstream" else kwokconfig.ON_BIND
     with tempfile.TemporaryDirectory(prefix="bench-prequeue-") as tmp, \
-            LocalCluster(Path(tmp) / "cluster", gates={GATE: hints}, real_nodes=False, stage_set=stage_set,
+            LocalCluster(Path(tmp) / "cluster", gates={GATE: hints}, dra_gates=all_dra_gates, real_nodes=False,
+                         stage_set=stage_set, **({} if all_dra_gates else {"runtime_config": DEFAULT_GATES_APIS}),
                          component_args=component_args(components, claim_workers, profile_dir is not None)) as c:
         if gate_enabled(scrape(c)) is not hints:
             raise RuntimeError(f"the scheduler does not report {GATE}={hints}")

@@ -16,6 +16,7 @@ composer is always this one, so the limits hold either way.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -45,6 +46,38 @@ class MarkedList(list):  # type: ignore[type-arg]
         super().__init__(*args)
         self.line: int | None = None
         self.marks: list[int] = []
+
+
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
+def copy_tree(obj: Any) -> Any:
+    """A deep copy of a tree of dicts and lists as loaded from YAML or JSON (marks kept), several
+    times faster than ``copy.deepcopy``, which it falls back to for anything else (and for a
+    tree too deep or with a cycle)."""
+    try:
+        return _copy(obj)
+    except RecursionError:
+        return copy.deepcopy(obj)
+
+
+def _copy(obj: Any) -> Any:
+    kind = type(obj)
+    if kind is dict:
+        return {k: v if type(v) in _ATOMS else _copy(v) for k, v in obj.items()}
+    if kind is list:
+        return [v if type(v) in _ATOMS else _copy(v) for v in obj]
+    if kind in _ATOMS:
+        return obj
+    if kind is MarkedDict:
+        marked = MarkedDict({k: v if type(v) in _ATOMS else _copy(v) for k, v in obj.items()})
+        marked.line, marked.marks = obj.line, dict(obj.marks)
+        return marked
+    if kind is MarkedList:
+        items = MarkedList([v if type(v) in _ATOMS else _copy(v) for v in obj])
+        items.line, items.marks = obj.line, list(obj.marks)
+        return items
+    return copy.deepcopy(obj)
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,12 @@ status periods, the scheduler's flush of unschedulable pods) runs when it does.
 
 from __future__ import annotations
 
-import copy
 import itertools
 import uuid
 from typing import Any, List, Mapping
 
 from ..allocator import SelectorCache
+from ..yamlmarks import copy_tree
 from ..errors import FieldError
 from ..features import DEFAULT_GATES
 from ..model.status import MAX_RULE_CONDITIONS, validate_claim_devices, validate_conditions
@@ -64,7 +64,7 @@ class ReferenceCluster:
 
     def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
         """Create or update one object (like ``kubectl apply``), then let the controllers react."""
-        obj = copy.deepcopy(obj)
+        obj = copy_tree(obj)
         check_served(obj, self.gates)
         kind = obj.get("kind", "")
         meta = obj.setdefault("metadata", {})
@@ -117,7 +117,7 @@ class ReferenceCluster:
             for f in ("resourceClaims", "workloadRef"):
                 if (obj.get("spec") or {}).get(f) != (existing.get("spec") or {}).get(f):
                     raise rejected(obj, f"spec.{f}: Invalid value: field is immutable")
-        merged = copy.deepcopy(existing)
+        merged = copy_tree(existing)
         merged["spec"] = obj.get("spec", existing.get("spec"))
         for k in ("labels", "annotations"):
             if k in obj["metadata"]:
@@ -136,8 +136,8 @@ class ReferenceCluster:
         existing = self.store.peek(kind, name, namespace)
         if existing is None:
             raise NotFound(f'{kind} "{name}" not found')
-        new = copy.deepcopy(existing)
-        new["status"] = copy.deepcopy(status)
+        new = copy_tree(existing)
+        new["status"] = copy_tree(status)
         drop_disabled_fields(new, existing, self.gates, status=True)
         try:
             if kind == "ResourceClaim":
@@ -173,7 +173,7 @@ class ReferenceCluster:
         if obj is None:
             raise NotFound(f'{kind} "{name}" not found')
         if kind == "ResourceClaim" and (obj.get("status") or {}).get("reservedFor"):
-            o = copy.deepcopy(obj)
+            o = copy_tree(obj)
             o["metadata"]["deletionTimestamp"] = self.clock.stamp()
             self.store.update(o)
         elif kind == "Pod":
@@ -258,7 +258,7 @@ class ReferenceCluster:
             st = node.get("status") or {}
             if "declaredFeatures" in st:
                 continue
-            n = copy.deepcopy(node)
+            n = copy_tree(node)
             n.setdefault("status", {})["declaredFeatures"] = ["DRAOptionalNodeOperations"]
             self.store.update(n)
 
@@ -354,7 +354,7 @@ class ReferenceCluster:
             self._pod_prepared[uid] = keys
             if (pod.get("status") or {}).get("phase") == "Running":
                 continue
-            p = copy.deepcopy(pod)
+            p = copy_tree(pod)
             p.setdefault("status", {})["phase"] = "Running"
             set_condition(p, "Ready", "True", None, None)
             self.store.update(p)

@@ -3,11 +3,12 @@ creation order, generateName, deep copies in and out, and an event log."""
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import itertools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
+
+from ..yamlmarks import copy_tree
 
 Key = tuple[str, str, str]  # (kind, namespace or "", name)
 
@@ -66,7 +67,7 @@ class ObjectStore:
         obj["metadata"]["resourceVersion"] = str(self.revision)
 
     def create(self, obj: dict[str, Any]) -> dict[str, Any]:
-        obj = copy.deepcopy(obj)
+        obj = copy_tree(obj)
         meta = obj.setdefault("metadata", {})
         if not meta.get("name"):
             base = meta.get("generateName", "")
@@ -84,14 +85,14 @@ class ObjectStore:
         self.objects[key] = obj
         self.tombstones.pop(key, None)
         self._notify(obj["kind"], None, obj)
-        return copy.deepcopy(obj)
+        return copy_tree(obj)
 
     def update(self, obj: dict[str, Any]) -> dict[str, Any]:
         meta = obj["metadata"]
         key = self.key(obj["kind"], meta["name"], meta.get("namespace"))
         if key not in self.objects:
             raise NotFound(key)
-        obj = copy.deepcopy(obj)
+        obj = copy_tree(obj)
         old = self.objects[key]["metadata"]
         for k in ("uid", "creationTimestamp"):
             obj["metadata"][k] = old[k]
@@ -99,11 +100,11 @@ class ObjectStore:
         previous = self.objects[key]
         self.objects[key] = obj
         self._notify(obj["kind"], previous, obj)
-        return copy.deepcopy(obj)
+        return copy_tree(obj)
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         obj = self.objects.get(self.key(kind, name, namespace))
-        return copy.deepcopy(obj) if obj is not None else None
+        return copy_tree(obj) if obj is not None else None
 
     def peek(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         """Read without copying; callers must not mutate."""
@@ -135,7 +136,7 @@ class ObjectStore:
 
 def public(obj: dict[str, Any]) -> dict[str, Any]:
     """A copy callers may keep and change."""
-    return copy.deepcopy(obj)
+    return copy_tree(obj)
 
 
 def name_suffix(digest: str) -> str:

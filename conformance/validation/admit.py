@@ -6,10 +6,10 @@ time stamp that defaulting writes)."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Callable, Mapping
 
 from ..errors import FieldError
+from ..yamlmarks import copy_tree
 from .claim import (validate_device_class, validate_resource_claim, validate_resource_claim_template,
                     validate_resource_claim_template_update, validate_resource_claim_update)
 from .common import as_dict, as_list
@@ -192,11 +192,11 @@ def _unknown_field(obj: dict[str, Any]) -> str | None:
 
     from ..errors import format_path
     from ..model import parse_object
-    probe = copy.deepcopy(obj)
+    probe = copy_tree(obj)
     seen: set[tuple[object, ...]] = set()
     for _ in range(64):
         try:
-            parse_object(copy.deepcopy(probe))
+            parse_object(copy_tree(probe))
             return None
         except FieldError as exc:
             if exc.message == "unknown field":
@@ -249,7 +249,7 @@ def admit(obj: Mapping[str, Any], old: Mapping[str, Any] | None = None, *, gates
     ``gates`` override the 1.37 defaults."""
     from ..features import DEFAULT_GATES
     gates = {**DEFAULT_GATES, **gates}
-    new = copy.deepcopy(dict(obj))
+    new = copy_tree(dict(obj))
     api, kind = new.get("apiVersion", ""), new.get("kind", "")
     meta = new.setdefault("metadata", {})
     if kind in NAMESPACED and not meta.get("namespace"):
@@ -260,7 +260,7 @@ def admit(obj: Mapping[str, Any], old: Mapping[str, Any] | None = None, *, gates
                        message=f'{kind} in version "{api.rpartition("/")[2]}" cannot be handled as a {kind}: '
                                f'strict decoding error: unknown field "{unknown}"')
     apply_defaults(new, stamp)
-    old_obj = copy.deepcopy(dict(old)) if old is not None else None
+    old_obj = copy_tree(dict(old)) if old is not None else None
     if old_obj is not None:
         apply_defaults(old_obj, stamp)
         old_meta = as_dict(old_obj.get("metadata"))
@@ -273,7 +273,7 @@ def admit(obj: Mapping[str, Any], old: Mapping[str, Any] | None = None, *, gates
         else:
             meta.pop("generation", None)
         if "status" in old_obj:
-            new["status"] = copy.deepcopy(old_obj["status"])
+            new["status"] = copy_tree(old_obj["status"])
         else:
             new.pop("status", None)
     elif kind in RESET_STATUS_ON_CREATE:

@@ -334,7 +334,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("checkpoint-truncated", {CP: _checkpoint({"uid-1": {"namespace": "ns", "name": "c", "devices": []}})[:40],
                                      "claims.json": "[]"}, SERVE_CLAIMS, r"checkpoint\.json: unreadable checkpoint: .*; not started", 1),
     Command("checkpoint-wrong-kind", {CP: json.dumps({"kind": "Other", "version": 7}), "claims.json": "[]"}, SERVE_CLAIMS,
-            r"checkpoint\.json: not a version 1 or 2 plugin checkpoint; not started", 1),
+            r"checkpoint\.json: not a version 1, 2 or 3 plugin checkpoint; not started", 1),
     Command("checkpoint-bad-entries", {CP: _checkpoint({"uid-1": 5}), "claims.json": "[]"}, SERVE_CLAIMS,
             r"checkpoint\.json: unreadable checkpoint: .*; not started", 1),
     Command("agent-checkpoint-garbage", {AGENT_CP: "{{{", "claims.json": "[]"}, AGENT + ("--prepare", "{d}/claims.json"),

@@ -7,7 +7,8 @@ pod object go (kubelet 1.37 ``SyncTerminatedPod``: resources are unprepared afte
 container stopped and before the pod's final status; a failing unprepare keeps the pod
 Terminating). A forced delete (grace 0) would remove the object at once while the kubelet
 unprepares later, and the next case could be given the same device while it is still prepared.
-Then the case's claims; the namespace and the cluster-scoped objects the case created go once
+Then the case's claims, and its PodGroups and Workloads (a PodGroup's generated claim is owned by
+it and reserved for it: the claim would stay until the timeout); the namespace and the cluster-scoped objects the case created go once
 its pods and claims are gone, or after ``CLEANUP_TIMEOUT`` (what is left is returned, for the
 log: the case's outcome is recorded already).
 """
@@ -29,6 +30,9 @@ def remove_case_objects(api: Any, namespace: str, created: list[tuple[str, str, 
         api.delete("Pod", pod["metadata"]["name"], namespace, grace=1 if graceful(pod) else 0)
     for claim in api.list("ResourceClaim", namespace):
         api.delete("ResourceClaim", claim["metadata"]["name"], namespace)
+    for kind, name, ns in reversed(created):  # a PodGroup owns, and is reserved, its claims
+        if kind in ("PodGroup", "Workload") and ns == namespace:
+            api.delete(kind, name, namespace)
     deadline = time.monotonic() + timeout
     while left := [f"{kind}/{o['metadata']['name']}" for kind in ("Pod", "ResourceClaim")
                    for o in api.list(kind, namespace)]:

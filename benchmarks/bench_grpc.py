@@ -314,7 +314,7 @@ def parent_main(args: argparse.Namespace) -> int:
                     scales.setdefault(label, {})[key] = entry
         if "thread" in args.only:
             result = in_thread_client(root / "thread", claims, args)
-            rows.append(("plugin in the caller's thread (earlier bench)", "cycle", result["cycle"]))
+            rows.append(("plugin in the caller's thread (earlier placement)", "cycle", result["cycle"]))
     finally:
         shutil.rmtree(root, ignore_errors=True)
         if cdi_root != root:

@@ -145,7 +145,7 @@ def test_background_compaction_keeps_the_records_appended_meanwhile(tmp_path):
         if i % 3:
             cp.remove(f"uid-{i}")
     cp.settle()
-    assert cp.compactions > 2
+    assert cp.compactions >= 2  # start() wrote one; at least one more ran in the background
     lines = len(cp.journal_path.read_bytes().splitlines())
     assert lines < 400 + 400 + 266  # folded: not every record appended (how many are left
     # depends on how many came while the last compaction ran, which a loaded machine stretches)

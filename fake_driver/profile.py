@@ -106,6 +106,7 @@ class DriverUnderTest:
     optional: tuple[str, ...] = ()
     container_env: tuple[tuple[str, str], ...] = ()
     plugin: PluginSpec | None = None
+    node_shapes: tuple[str, ...] = ()  # drakit's fake driver: the shape of each driver node
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,7 +271,7 @@ def _under_test(data: Mapping[str, Any], drivers: Mapping[str, str], classes: Ma
                            pools=str(dut.get("pools") or "per-node"), numa_node=bool(dut.get("numaNode")),
                            attribute_types=tuple(types), optional=tuple(dut.get("optional") or ()),
                            container_env=tuple((str(k), str(v)) for k, v in (dut.get("containerEnv") or {}).items()),
-                           plugin=plugin)
+                           plugin=plugin, node_shapes=tuple(str(x) for x in dut.get("nodeShapes") or ()))
 
 
 @functools.lru_cache(maxsize=1)

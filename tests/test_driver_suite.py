@@ -38,7 +38,28 @@ def test_binding_takes_devices_in_order_and_honours_same_and_other_node() -> Non
     got = bind(inv, devices, DRIVER)
     assert got == {"inv.nodes": "2", "inv.a.node": "n1", "inv.a.pool": "n1", "inv.a.device": "d0",
                    "inv.b.node": "n1", "inv.b.pool": "n1", "inv.b.device": "d1",
+                   "inv.b.cel": 'device.attributes["d.example.com"].index == 1',  # d1 alone has index 1
                    "inv.c.node": "n2", "inv.c.pool": "n2", "inv.c.device": "d0"}
+
+
+def test_binding_finds_selectable_and_counter_sharing_devices() -> None:
+    counters = {"sharedCounters": [{"name": "mem", "counters": {"memory": {"value": "80Gi"}}}]}
+    whole = {"name": "gpu0", "attributes": {"uuid": {"string": "u0"}},
+             "consumesCounters": [{"counterSet": "mem", "counters": {"memory": {"value": "80Gi"}}}]}
+    part = {"name": "gpu0-p0", "attributes": {"uuid": {"string": "u0-p0"}},
+            "consumesCounters": [{"counterSet": "mem", "counters": {"memory": {"value": "10Gi"}}}]}
+    plain = {"name": "d0"}
+    pool = [pool_slice("n1", [whole, part], count=2), {**pool_slice("n1", [], count=2), "metadata": {"name": "c"}}]
+    pool[1]["spec"] = {**pool[1]["spec"], **counters, "devices": []}
+    devices = published_devices(pool + [pool_slice("n2", [plain])], DRIVER)
+    inv = Inventory((DeviceNeed("a", has="consumesCounters", selectable=True),
+                     DeviceNeed("b", selectable=True, shares_counters_with="a"), DeviceNeed("c", plain_node=True)))
+    got = bind(inv, devices, DRIVER)
+    assert not isinstance(got, Unbound), got
+    assert (got["inv.a.device"], got["inv.b.device"], got["inv.c.node"]) == ("gpu0", "gpu0-p0", "n2")
+    assert got["inv.a.cel"] == 'device.attributes["d.example.com"].uuid == "u0"'
+    none = bind(Inventory((DeviceNeed("a", selectable=True, plain_node=True),)), devices, DRIVER)
+    assert isinstance(none, Unbound) and "a claim can ask for it alone" in none.message
 
 
 def test_binding_says_what_is_missing() -> None:
@@ -159,3 +180,38 @@ def test_a_pod_whose_cdi_devices_do_not_resolve_fails_at_once() -> None:
     with pytest.raises(ExpectationFailed) as err:
         check_pod_running(Session(pulling), {"pod": "p"})  # type: ignore[arg-type]
     assert not err.value.final  # still starting: the expect step waits
+
+
+def test_device_health_and_status_checks_read_the_pod_and_the_claim() -> None:
+    from types import SimpleNamespace
+
+    from drakit.conformance.cases.checks import ExpectationFailed
+    from drakit.conformance.cases.driverchecks import check_device_health, check_device_status
+
+    dut = SimpleNamespace(driver=DRIVER)
+    result = {"driver": DRIVER, "pool": "n1", "device": "d0", "request": "dev"}
+    claim = {"metadata": {"name": "c"}, "status": {"allocation": {"devices": {"results": [result]}}}}
+    health = [{"name": "claim:dev", "resources": [{"resourceID": "x", "health": "Healthy"}]}]
+    pod = {"metadata": {"name": "p"}, "spec": {"resourceClaims": [{"name": "dev", "resourceClaimName": "c"}]},
+           "status": {"containerStatuses": [{"name": "main", "allocatedResourcesStatus": health}, {"name": "plain"}]}}
+
+    class Session:
+        namespace = "ns"
+        vendor = SimpleNamespace(under_test=dut)
+
+        def get(self, kind: str, name: str) -> dict:
+            return pod if kind == "Pod" else claim
+
+    s = Session()
+    check_device_health(s, {"pod": "p", "container": "main", "claim": "c"})  # type: ignore[arg-type]
+    check_device_health(s, {"pod": "p", "container": "plain", "claim": "c", "absent": True})  # type: ignore[arg-type]
+    health[0]["resources"][0]["health"] = "Unknown"  # a driver that streams nothing
+    with pytest.raises(ExpectationFailed, match="expected Healthy"):
+        check_device_health(s, {"pod": "p", "container": "main", "claim": "c"})  # type: ignore[arg-type]
+    with pytest.raises(ExpectationFailed, match="no device status written"):
+        check_device_status(s, {"claim": "c"})  # type: ignore[arg-type]
+    claim["status"]["devices"] = [{"driver": DRIVER, "pool": "n1", "device": "d0", "conditions": [{"type": "Ready"}]}]
+    check_device_status(s, {"claim": "c"})  # type: ignore[arg-type]
+    claim["status"]["devices"].append({"driver": DRIVER, "pool": "n1", "device": "d9", "data": {}})
+    with pytest.raises(ExpectationFailed, match="not allocated"):
+        check_device_status(s, {"claim": "c"})  # type: ignore[arg-type]

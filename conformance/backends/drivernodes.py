@@ -5,7 +5,8 @@ Two nodes, ``drakit-driver-1`` and ``-2``. On each, the driver's kubelet plugin 
 - a vendor's own driver from its profile's ``driverUnderTest.plugin`` command template
   (``clusters.local.vendorplugin``: a private mount namespace, ``/var/run/cdi`` bound to the
   node's CDI folder), with the DeviceClasses the profile lists;
-- drakit's fake driver (the role under test, on the profile's first shape) in-process, its
+- drakit's fake driver (the role under test, on ``driverUnderTest.nodeShapes``, else the
+  profile's first shape) in-process, its
   slices published through the API as the fake driver's controller side does.
 
 Each node is a real kubelet 1.37.2 over drakit's fake CRI (``clusters.local.kubeletnode``):
@@ -160,7 +161,9 @@ class DriverNodes:
                 node.agent.start()
             return
         from drakit.fake_hw.inventory import build_inventory
-        shape = (self.vendor.shapes or ("server-8gpu",))[0]
+        index = list(self.nodes).index(node.name)
+        shapes = self.dut.node_shapes or (self.vendor.shapes or ("server-8gpu",))[:1]
+        shape = shapes[min(index, len(shapes) - 1)]
         claims = self.target.node_side.claims
         inventory = build_inventory(shape, node.name)
         if node.kubelet is not None:
@@ -378,6 +381,20 @@ class DriverNodes:
                 except OSError:
                     continue
         return found
+
+    def container_record(self, namespace: str, pod_name: str, container: str) -> dict[str, Any] | None:
+        """What the fake CRI of the pod's (real kubelet) node recorded for the container: its
+        CDI devices, env and mounts (``containers.record``); None before it was created."""
+        pod = self.target.api.get("Pod", pod_name, namespace)
+        node = self.nodes.get((pod or {}).get("spec", {}).get("nodeName") or "")
+        if node is None:
+            return None
+        if node.kubelet is None:
+            raise HarnessError("what a container got is recorded on drakit's real kubelet nodes only (as root)")
+        from drakit.clusters.local.kubeletnode import containers_of, read_cri_record
+        from .containers import from_cri_event
+        found = containers_of(read_cri_record(node.kubelet.paths.cri_record), namespace, pod_name, container)
+        return from_cri_event(found[-1]) if found else None
 
     def container_env(self, namespace: str, pod_name: str, container: str | None) -> dict[str, str] | None:
         """The environment the CDI devices prepared for the pod's claims resolve to on its node

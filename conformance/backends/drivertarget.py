@@ -28,7 +28,8 @@ from .base import HarnessError
 LOCAL_ONLY = {"registration": "registration is seen on the nodes drakit runs (--cluster local)",
               "plugin-restart": "drakit restarts plugins only on the nodes it runs (--cluster local)",
               "kubelet-restart": "drakit restarts kubelets only on the nodes it runs (--cluster local)",
-              "unprepare": "leftover CDI specs are read on the nodes drakit runs (--cluster local)"}
+              "unprepare": "leftover CDI specs are read on the nodes drakit runs (--cluster local)",
+              "device-metadata": "metadata files a container gets are read on the nodes drakit runs (--cluster local)"}
 
 
 class DriverSide:
@@ -61,12 +62,11 @@ class DriverSide:
     def unmet(self, case: Case) -> tuple[str, str] | None:
         if self.dut is None:
             return ("not-applicable", "the vendor profile names no driver under test")
-        if case.behaviour in LOCAL_ONLY and self.local is None:
-            return ("backend", LOCAL_ONLY[case.behaviour])
-        if case.behaviour and case.behaviour not in LOCAL_ONLY and case.behaviour in _OPTIONAL \
-                and case.behaviour not in self.dut.optional:
+        if case.behaviour in _OPTIONAL and case.behaviour not in self.dut.optional:
             return ("not-applicable", f"the vendor profile does not declare {case.behaviour!r} under "
                                       f"driverUnderTest.optional for {self.dut.driver}")
+        if case.behaviour in LOCAL_ONLY and self.local is None:
+            return ("backend", LOCAL_ONLY[case.behaviour])
         self._ensure_nodes()
         if self.start_error is not None:
             raise HarnessError(f"the driver's nodes cannot start: {self.start_error}")

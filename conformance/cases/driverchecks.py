@@ -11,7 +11,10 @@ container got). Each check raises :class:`ExpectationFailed`; expect steps retry
   driver's CDI edits give (``driverUnderTest.containerEnv`` of the profile);
 - ``cdiClean: {claim}``: no CDI spec on the driver's nodes names the claim's UID;
 - ``unprepareSucceeded: {}``: no NodeUnprepareResources for a pod of the case failed (the
-  kubelets' logs on the driver's nodes).
+  kubelets' logs on the driver's nodes);
+- ``deviceHealth: {pod, container, claim, health, absent}``, ``containerMetadata: {pod,
+  container, claim, absent}``, ``deviceStatus: {claim}``: the optional behaviours health,
+  device metadata and device status.
 """
 
 from __future__ import annotations
@@ -188,10 +191,113 @@ def check_unprepare_succeeded(s: Session, body: dict[str, Any]) -> None:
                                 final=True)
 
 
+def _pod_claim(pod: dict[str, Any], claim: str) -> str | None:
+    """The pod's name for ResourceClaim ``claim`` (its ``spec.resourceClaims`` entry)."""
+    for ref in (pod.get("spec") or {}).get("resourceClaims") or []:
+        if ref.get("resourceClaimName") == claim:
+            return str(ref["name"])
+    for st in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
+        if st.get("resourceClaimName") == claim:
+            return str(st["name"])
+    return None
+
+
+def check_device_health(s: Session, body: dict[str, Any]) -> None:
+    """The kubelet reports the health the driver streams for the claim's devices in the
+    container's ``allocatedResourcesStatus`` (KEP-4680: ``claim:<pod claim>``), every one
+    ``health``; with ``absent``, the container has no entry for the claim."""
+    pod = s.get("Pod", body["pod"])
+    if pod is None:
+        raise ExpectationFailed(f"pod {body['pod']} does not exist")
+    ref = _pod_claim(pod, body["claim"])
+    if ref is None:
+        raise ExpectationFailed(f"pod {body['pod']} does not use claim {body['claim']}")
+    statuses = [c for c in (pod.get("status") or {}).get("containerStatuses") or [] if c.get("name") == body["container"]]
+    if not statuses:
+        raise ExpectationFailed(f"pod {body['pod']} has no status for container {body['container']} yet")
+    entries = [e for e in statuses[0].get("allocatedResourcesStatus") or [] if str(e.get("name", "")).split("/")[0] == f"claim:{ref}"]
+    if body.get("absent"):
+        if entries:
+            raise ExpectationFailed(f"container {body['container']} reports the health of claim {body['claim']} though it "
+                                    f"does not use it", expected="absent", actual=entries)
+        return
+    found = [r for e in entries for r in e.get("resources") or []]
+    want = body.get("health", "Healthy")
+    if not found or any(r.get("health") != want for r in found):
+        raise ExpectationFailed(f"container {body['container']} of pod {body['pod']}: the health of claim {body['claim']}'s "
+                                f"devices is {[r.get('health') for r in found] or 'not reported'}, expected {want}",
+                                expected=want, actual=entries)
+
+
+def check_container_metadata(s: Session, body: dict[str, Any]) -> None:
+    """The container gets the driver's device metadata (KEP-5304): for each request of the claim
+    with devices of the driver, a file mounted at the standard path that names exactly the
+    allocated devices (``nodecheck.metadata``); with ``absent``, no metadata of the claim."""
+    from ..nodecheck.metadata import check_stream, parse_container_path
+    dut = _dut(s)
+    claim = _claim(s, body["claim"])
+    rec = _nodes(s).container_record(s.namespace, body["pod"], body["container"])
+    if rec is None:
+        raise ExpectationFailed(f"no record yet of what pod {body['pod']}'s container {body['container']} got")
+    mounts = {}
+    for m in rec["mounts"]:
+        where = parse_container_path(str(m.get("containerPath", "")))
+        if where and where["claim"] == claim["metadata"]["name"] and where["driver"] == dut.driver:
+            mounts[where["request"]] = m
+    if body.get("absent"):
+        if mounts:
+            raise ExpectationFailed(f"container {body['container']} got the metadata of claim {body['claim']} though it "
+                                    f"does not use it", expected="absent", actual=sorted(mounts))
+        return
+    results = [r for r in ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
+               if r.get("driver") == dut.driver]
+    problems = []
+    for request in sorted({r["request"].partition("/")[0] for r in results}):
+        m = mounts.get(request)
+        if m is None:
+            problems.append(f"request {request}: no metadata file mounted (mounts: {[x.get('containerPath') for x in rec['mounts']][:6]})")
+            continue
+        try:
+            with open(str(m["hostPath"]), encoding="utf-8") as fh:
+                text = fh.read()
+        except OSError as exc:
+            problems.append(f"request {request}: cannot read {m['hostPath']}: {exc.strerror}")
+            continue
+        expected = [(r["pool"], r["device"]) for r in results if r["request"].partition("/")[0] == request]
+        problems += [f"request {request}: {p}" for p in check_stream(text, claim=claim, driver=dut.driver,
+                                                                      request=request, expected=expected)]
+    if problems:
+        raise ExpectationFailed(f"device metadata of claim {body['claim']}: {problems[0]}", expected="valid metadata",
+                                actual=problems[:10])
+
+
+def check_device_status(s: Session, body: dict[str, Any]) -> None:
+    """The driver writes the status of each device it prepared for the claim (KEP-4817:
+    ``status.devices`` entries for its driver, pool and device with conditions, data or
+    networkData), and none for a device the claim was not allocated."""
+    dut = _dut(s)
+    claim = _claim(s, body["claim"])
+    status = claim.get("status") or {}
+    allocated = {(r["driver"], r["pool"], r["device"]) for r in (status.get("allocation") or {}).get("devices", {}).get("results") or []
+                 if r.get("driver") == dut.driver}
+    entries = [e for e in status.get("devices") or [] if e.get("driver") == dut.driver]
+    written = {(e["driver"], e["pool"], e["device"]) for e in entries if e.get("conditions") or e.get("data") or e.get("networkData")}
+    stray = sorted({(e["driver"], e["pool"], e["device"]) for e in entries} - allocated)
+    if stray:
+        raise ExpectationFailed(f"claim {body['claim']}: the driver wrote the status of devices it was not allocated: {stray[:3]}",
+                                expected=sorted(allocated), actual=entries)
+    if not allocated or written != allocated:
+        raise ExpectationFailed(f"claim {body['claim']}: no device status written for {sorted(allocated - written)[:3] or 'its devices'}",
+                                expected=sorted(allocated), actual=entries)
+
+
 DRIVER_CHECKS: dict[str, Callable[[Session, dict[str, Any]], None]] = {
     "driverSlices": check_driver_slices,
     "driverRegistered": check_driver_registered,
     "containerEnv": check_container_env,
     "cdiClean": check_cdi_clean,
     "unprepareSucceeded": check_unprepare_succeeded,
+    "deviceHealth": check_device_health,
+    "containerMetadata": check_container_metadata,
+    "deviceStatus": check_device_status,
 }

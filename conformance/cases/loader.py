@@ -258,14 +258,15 @@ def _inventory(doc: Any, file: str, start: int) -> Inventory | None:
         return None
     needs: list[DeviceNeed] = []
     for j, d in enumerate(raw.get("devices") or []):
-        for ref in ("sameNodeAs", "otherNodeThan"):
+        for ref in ("sameNodeAs", "otherNodeThan", "sharesCountersWith"):
             if ref in d and d[ref] not in {n.name for n in needs}:
                 raise LoadError(file, line_of(doc, ("inventory", "devices", j, ref)) or start,
                                 f"{ref}: {d[ref]!r} is not a device named before it", f"inventory.devices[{j}].{ref}")
         if d["name"] in {n.name for n in needs}:
             raise LoadError(file, line_of(doc, ("inventory", "devices", j, "name")) or start,
                             f"device name {d['name']!r} is used twice", f"inventory.devices[{j}].name")
-        needs.append(DeviceNeed(d["name"], d.get("sameNodeAs"), d.get("otherNodeThan"), d.get("attribute")))
+        needs.append(DeviceNeed(d["name"], d.get("sameNodeAs"), d.get("otherNodeThan"), d.get("attribute"), d.get("has"),
+                                bool(d.get("selectable")), d.get("sharesCountersWith"), bool(d.get("plainNode"))))
     return Inventory(tuple(needs), int(raw.get("nodes") or 0))
 
 

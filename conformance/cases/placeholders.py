@@ -1,7 +1,7 @@
 """``${...}`` placeholders: a closed set, resolved from a vendor profile at load time.
 
 Run-time placeholders are ``${namespace}`` (each backend names its own namespace) and, in
-driver-suite cases, ``${inv.<name>.node|pool|device}`` (the devices bound from the driver's
+driver-suite cases, ``${inv.<name>.node|pool|device|cel}`` (the devices bound from the driver's
 ResourceSlices at setup, ``conformance.spec.inventory``) and ``${podImage}`` (an image whose
 ``sh`` prints the container's environment, for clusters where drakit reads it from the log). Anything else must be a key of the
 profile; an unknown key is a load error, never a literal.
@@ -62,7 +62,9 @@ def substitute_runtime(value: Any, namespace: str, bound: Mapping[str, str] | No
             if key == "namespace":
                 return namespace
             if key.startswith("inv.") or key == "podImage":
-                return VALIDATION_VALUE if bound is None else bound.get(key, m.group(0))
+                if bound is None:  # a CEL selector for a bound device validates as a CEL expression
+                    return "true" if key.endswith(".cel") else VALIDATION_VALUE
+                return bound.get(key, m.group(0))
             return m.group(0)
         return PATTERN.sub(sub, value)
     if isinstance(value, dict):

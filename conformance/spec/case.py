@@ -41,6 +41,10 @@ class DeviceNeed:
     same_node_as: str | None = None
     other_node_than: str | None = None
     attribute: str | None = None  # a qualified attribute name the device must publish
+    has: str | None = None  # a property the device must publish (inventory.HAS)
+    selectable: bool = False  # a claim can ask for this device alone (${inv.<name>.cel})
+    shares_counters_with: str | None = None  # same pool; the two together exceed a shared counter
+    plain_node: bool = False  # no device of its node consumes counters (allocationMode All fits)
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,11 @@ def test_upstream_test_driver_passes_with_its_leak_as_a_finding(tmp_path: Path) 
     assert results["driver"]["name"] == "test-driver.cdi.k8s.io" and results["driver"]["exercised"]
     # it keeps prepared claims in memory only: after a plugin restart the claim's CDI spec leaks
     assert got["plugin-restart"] == "finding"
+    # the optional behaviours its profile declares (read from its source), each proven; the
+    # others skipped as not declared
+    assert all(got[b] == "proven" for b in ("admin-access", "prioritized-list", "device-metadata")), got
+    assert all(got[b] == "skipped" for b in ("health", "device-status", "partitionable-devices", "consumable-capacity",
+                                            "device-taints", "binding-conditions")), got
     leak = next(c for c in results["cases"] if c["id"] == "driver/plugin-restart")
     assert "are left on the node" in leak["failure"]["summary"] and leak["profile"] == "optional"
     env = results["environment"]["backends"]["cluster"]["driverUnderTest"]
@@ -77,7 +82,9 @@ def test_upstream_test_driver_passes_with_its_leak_as_a_finding(tmp_path: Path) 
 # ones (slices, allocation) do not. Both unprepare faults also fail driver/kubelet-restart, which
 # checks that a claim prepared after the restart is unprepared cleanly.
 RUNNING = {"driver/registration", "driver/prepare", "driver/pod-env", "driver/unprepare", "driver/reuse",
-           "driver/several-pods", "driver/kubelet-restart"}
+           "driver/several-pods", "driver/kubelet-restart", "driver/admin-access", "driver/prioritized-list",
+           "driver/partitionable-devices", "driver/device-metadata", "driver/health"}
+FAKE_OPTIONAL = ("admin-access", "prioritized-list", "partitionable-devices", "device-metadata", "health")
 PLANTED = {"no-cdi-spec": RUNNING, "leak-on-unprepare": {"driver/unprepare", "driver/kubelet-restart"},
            "unprepare-fails": {"driver/unprepare", "driver/kubelet-restart"}, "wrong-attribute-type": {"driver/slices"}}
 
@@ -88,7 +95,7 @@ def test_fake_driver_passes_and_each_planted_fault_fails_its_behaviour_only(tmp_
     assert code == 0, text[-4000:]
     baseline = statuses(clean)
     assert all(s in ("passed", "skipped") for s in baseline.values()), baseline
-    assert all(behaviours(clean)[b] == "proven" for b in SEVEN)
+    assert all(behaviours(clean)[b] == "proven" for b in (*SEVEN, *FAKE_OPTIONAL)), behaviours(clean)
     seen = {}
     for fault in PLANTED:
         code, results, text, wall = run_suite(tmp_path / fault, env={"DRAKIT_FAKE_DRIVER_PLANT": fault})
@@ -103,6 +110,7 @@ def test_a_vendor_profile_whose_driver_is_absent_is_incomplete(tmp_path: Path) -
     code, results, text, _ = run_suite(tmp_path, "--vendor", str(EXAMPLE))
     assert code == 1 and results["verdict"]["result"] == "incomplete", text[-3000:]
     assert results["driver"]["exercised"] is False and "NOT EXERCISED" in text
-    skips = {c["skip"]["category"] for c in results["cases"]}
-    assert skips == {"inventory"}
-    assert all("gpu.example-vendor.com publishes no devices" in c["skip"]["message"] for c in results["cases"])
+    # its profile declares no optional behaviour: those are not-applicable, all others inventory
+    declared = [c for c in results["cases"] if c["skip"]["category"] != "not-applicable"]
+    assert {c["skip"]["category"] for c in declared} == {"inventory"} and len(declared) == 10
+    assert all("gpu.example-vendor.com publishes no devices" in c["skip"]["message"] for c in declared)

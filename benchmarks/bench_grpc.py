@@ -53,6 +53,7 @@ from drakit.fake_driver.sampleclaims import allocated_claim  # noqa: E402
 
 DRIVER, NODE, NAMESPACE = "gpu.acme.example.com", "node-a", "bench"
 TARGET_CYCLES, TARGET_P99_US = 1500, 5000
+BATCH = 32  # claims in one call, for the batched row
 
 
 def uid(i: int) -> str:
@@ -92,6 +93,13 @@ class Caller:
         self.prepare(i)
         self.unprepare(i)
 
+    def batch_cycle(self, first: int, size: int) -> None:
+        """One prepare and one unprepare call of ``size`` claims (a pod with many claims)."""
+        refs = [ref(i) for i in range(first, first + size)]
+        got = self.stub.NodePrepareResources(pb.NodePrepareResourcesRequest(claims=refs), timeout=30)
+        self.errors += sum(1 for r in got.claims.values() if r.error)
+        self.stub.NodeUnprepareResources(pb.NodeUnprepareResourcesRequest(claims=refs), timeout=30)
+
 
 def cpu_seconds(pid: int) -> float:
     """User plus system CPU time of process ``pid`` (all its threads) so far."""
@@ -119,6 +127,12 @@ def client_main(args: argparse.Namespace) -> int:
     samples = timed(caller.cycle, range(nxt, nxt + args.calls))
     out["cycle"] = {"samples": samples, "wall": sum(samples), "server_cpu": cpu_seconds(args.server_pid) - cpu}
     nxt += args.calls
+    batches = max(1, args.calls // BATCH)
+    cpu = cpu_seconds(args.server_pid)
+    samples = timed(lambda b: caller.batch_cycle(nxt + b * BATCH, BATCH), range(batches))
+    out[f"{BATCH} claims a call"] = {"samples": samples, "wall": sum(samples),
+                                     "server_cpu": cpu_seconds(args.server_pid) - cpu}
+    nxt += batches * BATCH
     if args.prepared:
         held = 0
         for level in args.prepared:
@@ -262,7 +276,7 @@ def uptime() -> str:
 
 
 def parent_main(args: argparse.Namespace) -> int:
-    per_run = args.warmup + args.calls + 2
+    per_run = args.warmup + args.calls + (max(1, args.calls // BATCH) + 1) * BATCH + 2
     most = max(args.prepared, default=0) + args.probe
     concurrent = sum(args.calls + c * 50 for c in args.callers if c > 1)  # their warm-up claims too
     claims = claims_for(per_run + most + 1 + concurrent)
@@ -308,7 +322,7 @@ def parent_main(args: argparse.Namespace) -> int:
             if result["errors"]:
                 print(f"  {label}: {result['errors']} per-claim errors (figures not trusted)")
             for key, entry in result.items():
-                if key.startswith("cycle"):
+                if key.startswith("cycle") or key.endswith("a call"):
                     rows.append((label, key, entry))
                 elif key.startswith("new claim"):
                     scales.setdefault(label, {})[key] = entry
@@ -331,6 +345,10 @@ def report(rows: list[tuple[str, str, dict[str, Any]]], scales: dict[str, dict[s
     for label, key, entry in rows:
         p50, p99, rate = figures(entry)
         callers = key.partition(" x")[2] or "1"
+        if key.endswith("a call"):
+            print(f"{label:48} {callers:>7} {p50:7.0f} {p99:7.0f} {rate:8.0f} calls/s of {BATCH} claims = "
+                  f"{rate * BATCH:,.0f} claims/s prepared and unprepared")
+            continue
         base = noop.get(key)
         ratio = f"{rate / base[2]:7.2f}x" if base and not label.startswith("no-op") else f"{'':8}"
         met = "meets" if rate >= TARGET_CYCLES and p99 < TARGET_P99_US else "misses"

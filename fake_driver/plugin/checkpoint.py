@@ -252,24 +252,31 @@ class Checkpoint:
             self._writer.append_line(line)
             self._maybe_compact()
 
-    def commit(self, uid: str) -> None:
+    def commit(self, uid: str, *, wait: bool = True) -> None:
         """The prepare of ``uid`` wrote all its files: it is prepared (on disk before this
-        returns, with ``sync``)."""
+        returns, with ``sync``; ``wait=False``: once :meth:`make_durable` returns)."""
         line = journal.line_of(f'{{"op":"commit","uid":{_quote(uid)}}}')
         with self._lock:
             self._prepared[uid] = self._pending.pop(uid)
             seq = self._writer.append_line(line)
             self._maybe_compact()
-        self._writer.make_durable(seq)
+        if wait:
+            self._writer.make_durable(seq)
+
+    def make_durable(self) -> None:
+        """With ``sync``: return once every record appended so far is on disk (one flush for a
+        call's claims, shared with concurrent calls). Call before answering."""
+        self._writer.make_durable(self._writer.appended)
 
     def abort(self, uid: str) -> None:
         """A begun prepare failed and its files were removed."""
         self._drop("abort", uid)
 
-    def remove(self, uid: str) -> None:
-        """An unprepared claim (its files are gone; on disk before this returns, with ``sync``)."""
+    def remove(self, uid: str, *, wait: bool = True) -> None:
+        """An unprepared claim (its files are gone; on disk before this returns, with ``sync``;
+        ``wait=False``: once :meth:`make_durable` returns)."""
         seq = self._drop("remove", uid)
-        if seq:
+        if seq and wait:
             self._writer.make_durable(seq)
 
     def _drop(self, op: str, uid: str) -> int:

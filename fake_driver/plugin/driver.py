@@ -192,6 +192,9 @@ class FakeDriver:
             except Exception as err:  # a bug or an I/O failure: still only this claim fails
                 log_bug(log, f"prepare {ref} ({ref.uid}) failed", err)
                 out[ref.uid] = ClaimOutcome(error=f"internal error preparing {ref}: {err}")
+        failed = self._make_durable()
+        if failed:  # prepared, but not durably recorded: the kubelet retries
+            out = {uid: o if o.error else ClaimOutcome(error=failed) for uid, o in out.items()}
         return out
 
     def unprepare(self, refs: Sequence[ClaimRef]) -> dict[str, str | None]:
@@ -208,7 +211,22 @@ class FakeDriver:
             except Exception as err:
                 log_bug(log, f"unprepare {ref} ({ref.uid}) failed", err)
                 out[ref.uid] = f"unprepare {ref} failed: {err}"
+        failed = self._make_durable()
+        if failed:
+            out = {uid: error or failed for uid, error in out.items()}
         return out
+
+    def _make_durable(self) -> str | None:
+        """Before answering: everything the checkpoint recorded so far is on disk (with
+        ``sync``: one flush for all of a call's claims, shared with concurrent calls; this also
+        covers an answer from a record another call just appended). The error, if the flush
+        failed."""
+        try:
+            self._checkpoint.make_durable()
+        except OSError as err:
+            log.warning("flushing the checkpoint journal: %s", err)
+            return f"the driver's checkpoint could not be flushed to disk: {err.strerror or err}"
+        return None
 
     # -- locking --------------------------------------------------------------------------------
 
@@ -256,7 +274,7 @@ class FakeDriver:
             try:
                 self._checkpoint.begin(record)  # the intent first: a crash from here on is undone at start
                 self._write_files(record.files)
-                self._checkpoint.commit(ref.uid)
+                self._checkpoint.commit(ref.uid, wait=False)  # flushed before the answer
             except BaseException:
                 with self._state:
                     self._release(ref.uid)
@@ -430,7 +448,7 @@ class FakeDriver:
             if record is not None:
                 with self._state:
                     self._release(ref.uid)
-                self._checkpoint.remove(ref.uid)
+                self._checkpoint.remove(ref.uid, wait=False)  # flushed before the answer
 
     def _remove_files(self, record: PreparedClaim) -> None:
         for path in record.files:

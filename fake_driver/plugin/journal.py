@@ -132,6 +132,11 @@ class JournalWriter:
         self._seq += 1
         return self._seq
 
+    @property
+    def appended(self) -> int:
+        """The sequence number of the last record appended."""
+        return self._seq
+
     def append(self, record: dict[str, Any]) -> int:
         return self.append_line(_line(record))
 

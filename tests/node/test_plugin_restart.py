@@ -175,3 +175,27 @@ def test_an_interrupted_prepare_is_undone_at_start(short_tmp, inventory):
     again = FakeDriver(config, inventory, MemoryClaimSource(claims))
     assert sorted(again.prepared()) == [ref["uid"]]
     assert _claim_files(short_tmp) == set(again.prepared()[ref["uid"]].files)
+
+
+def test_sync_journal_flushes_once_before_answering_a_call_of_many_claims(short_tmp, inventory, monkeypatch):
+    """With --sync-journal every claim of a call is on disk before the answer, and a call of 32
+    claims costs one flush, not one per claim."""
+    import os
+
+    from drakit.fake_driver.plugin import ClaimRef, FakeDriver, MemoryClaimSource, journal
+    from .conftest import config_for
+    claims = _many_claims(32)
+    driver = FakeDriver(config_for(short_tmp, sync=True), inventory, MemoryClaimSource(claims))
+    flushed: list[int] = []
+    real = os.fdatasync
+
+    def fdatasync(fd: int) -> None:
+        real(fd)
+        flushed.append(os.fstat(fd).st_size)
+
+    monkeypatch.setattr(journal.os, "fdatasync", fdatasync)
+    refs = [ClaimRef(c["metadata"]["namespace"], c["metadata"]["uid"], c["metadata"]["name"]) for c in claims]
+    assert all(o.error is None for o in driver.prepare(refs).values())
+    assert len(flushed) == 1 and flushed[0] == driver._checkpoint.journal_path.stat().st_size
+    assert all(e is None for e in driver.unprepare(refs).values())
+    assert len(flushed) == 2 and flushed[1] == driver._checkpoint.journal_path.stat().st_size

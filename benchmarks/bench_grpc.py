@@ -5,8 +5,8 @@ Usage: ``python benchmarks/bench_grpc.py [--calls N] [--callers 1,4,8] [--prepar
 
 The plugin runs as in production, ``drakit driver serve`` in a process of its own (checkpoint
 snapshots fsynced, journal records written: ``serve``; ``sync``: the same with
-``--sync-journal``, a prepare's commit and an unprepare's remove record fdatasynced before the
-answer, concurrent calls sharing one fdatasync). The caller is another process, as the
+``--sync-journal``, the journal fdatasynced once before each answer, concurrent calls sharing
+one fdatasync). The caller is another process, as the
 kubelet is: sequential calls, then N concurrent callers, each in a process of its own (Python
 callers in one process would queue behind each other's interpreter lock, which the kubelet's
 goroutines do not). Claims have one device each; the plugin's state folder (the checkpoint) is

@@ -55,8 +55,8 @@ def add_parsers(subparsers: Any) -> None:
     serve.add_argument("--state-dir", type=Path, default=None,
                        help="checkpoint folder (default: the driver's plugin data folder)")
     serve.add_argument("--sync-journal", action="store_true",
-                       help="fsync every checkpoint journal record before answering (durable against power loss, "
-                            "at the disk's fsync latency per prepare)")
+                       help="fdatasync the checkpoint journal before each answer (durable against power loss, "
+                            "at the disk's flush latency per call; concurrent calls share a flush)")
     serve.add_argument("--device-metadata", action="store_true",
                        help="write device metadata files and mount them via CDI")
     serve.add_argument("--metadata-versions", type=_csv, default=["v1beta1"],

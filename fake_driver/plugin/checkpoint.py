@@ -28,10 +28,10 @@ folded in whole. Each claim's canonical JSON is kept from its ``begin``, so a sn
 claims is a join of strings, not a re-encoding, and no call waits for it.
 
 What is fsynced: the snapshot (it replaces the previous state) always, when ``durable``; the
-journal only with ``sync``, and then the records a caller's answer depends on (a prepare's
-``commit``, an unprepare's ``remove``) before the answer, with concurrent calls sharing one
-fdatasync (group commit). A ``begin`` needs no flush of its own: the files it announces are not
-fsynced either, and the ``commit`` after it flushes it too. Without ``sync`` a record survives
+journal only with ``sync``: before the driver answers a call, every record appended so far is
+flushed (:meth:`Checkpoint.make_durable`: one fdatasync for all of the call's claims, shared
+with concurrent calls: group commit). A ``begin`` needs no flush of its own: the files it
+announces are not fsynced either, and the flush before the answer covers it. Without ``sync`` a record survives
 any crash of the driver process, and a power loss can only drop the newest records: the claims
 they describe are prepared again by the kubelet (same devices, same file names, derived from
 the claim) and a claim unprepared while unknown still has its files found and removed by name.

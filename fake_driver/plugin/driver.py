@@ -83,7 +83,7 @@ class PluginConfig:
     metadata_versions: tuple[str, ...] = ("v1beta1",)
     device_status: bool = True
     durable: bool = True   # fsync the checkpoint's snapshots (and CDI spec folders' renames)
-    sync: bool = False     # also fsync every checkpoint journal record before answering
+    sync: bool = False     # also fdatasync the checkpoint journal before each answer
     pools: Mapping[str, str] = field(default_factory=dict)
 
     @property

@@ -91,6 +91,7 @@ class PluginSpec:
     command: tuple[str, ...]
     folders: tuple[str, ...] = ()
     device_classes: tuple[tuple[str, str], ...] = ()  # (name, CEL selector)
+    metrics_path: str | None = None  # its Prometheus metrics on 127.0.0.1:{metricsPort}
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,7 +267,8 @@ def _under_test(data: Mapping[str, Any], drivers: Mapping[str, str], classes: Ma
     if dut.get("plugin"):
         raw = dut["plugin"]
         plugin = PluginSpec(tuple(raw["command"]), tuple(raw.get("folders") or ()),
-                            tuple((c["name"], c["selector"]) for c in raw.get("deviceClasses") or ()))
+                            tuple((c["name"], c["selector"]) for c in raw.get("deviceClasses") or ()),
+                            raw.get("metricsPath"))
     return DriverUnderTest(role=role, driver=drivers[role], class_name=classes.get(class_key),
                            pools=str(dut.get("pools") or "per-node"), numa_node=bool(dut.get("numaNode")),
                            attribute_types=tuple(types), optional=tuple(dut.get("optional") or ()),

@@ -78,8 +78,11 @@ def driver_section(results: Mapping[str, Any]) -> dict[str, Any] | None:
             status, reason = "not-run", "no case of this behaviour was run"
         rows.append({"id": bid, "title": title, "status": status, "reason": reason,
                      "cases": [f"{c['id']} [{c.get('backend', '-')}]" for c in mine]})
-    return {"name": name, "version": info.get("version") or "not published", "exercised": exercised(cases),
-            "behaviours": rows}
+    out = {"name": name, "version": info.get("version") or "not published", "exercised": exercised(cases),
+           "behaviours": rows}
+    if info.get("registration"):
+        out["registration"] = info["registration"]
+    return out
 
 
 def driver_reasons(cases: Iterable[Mapping[str, Any]], environment: Mapping[str, Any] | None) -> list[dict[str, Any]]:

@@ -143,6 +143,8 @@ def render_summary(results: Mapping[str, Any], *, color: bool, matrix: bool = Tr
     if driver:
         lines += ["", f"driver under test: {clean_text(driver['name'])} (version {clean_text(driver['version'])})"
                   + ("" if driver["exercised"] else ": NOT EXERCISED (no case allocated, prepared or ran anything of it)")]
+        if driver.get("registration"):
+            lines.append(f"  plugin registration: {clean_text(driver['registration'])}")
         for row in driver["behaviours"]:
             why = f": {first_line(clean_text(row['reason']))}" if row["reason"] else ""
             lines.append(f"  {row['status']:8} {row['title']}{why}")

@@ -215,3 +215,14 @@ def test_device_health_and_status_checks_read_the_pod_and_the_claim() -> None:
     claim["status"]["devices"].append({"driver": DRIVER, "pool": "n1", "device": "d9", "data": {}})
     with pytest.raises(ExpectationFailed, match="not allocated"):
         check_device_status(s, {"claim": "c"})  # type: ignore[arg-type]
+
+
+def test_a_plugin_version_is_read_from_its_build_info_metric(tmp_path: Path) -> None:
+    from drakit.conformance.backends.driverreads import build_version
+    page = tmp_path / "metrics"
+    page.write_text('# TYPE go_info gauge\ngo_info{version="go1.26"} 1\n'
+                    'kubernetes_build_info{git_commit="0",git_version="v1.37.2",major="1"} 1\n')
+    assert build_version(page.as_uri()) == {"buildVersion": "v1.37.2",
+                                            "buildVersionSource": "kubernetes_build_info on its metrics endpoint"}
+    page.write_text("go_goroutines 7\n")
+    assert "no *_build_info metric" in build_version(page.as_uri())["buildVersionError"]

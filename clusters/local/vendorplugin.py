@@ -15,7 +15,8 @@ Placeholders: ``{node}`` (the node name), ``{kubeconfig}`` (an admin kubeconfig 
 ``{registryDir}`` (the kubelet's plugin registry folder), ``{pluginsDir}`` (the kubelet's plugins
 folder, the parent of ``<pluginsDir>/<driver>``), ``{cdiDir}`` (the node's CDI folder) and
 ``{drakitBin}`` (drakit's binary cache, where ``drakit cluster build`` puts upstream's test
-driver). A plugin is ready when a registration socket naming its driver is in the registry.
+driver) and ``{metricsPort}`` (a free TCP port on 127.0.0.1, for the plugin's metrics). A plugin
+is ready when a registration socket naming its driver is in the registry.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from . import procs
 # sh runs in the new mount namespace: $0 is the CDI folder, "$@" the plugin's command
 _NAMESPACE_SCRIPT = ('mount -n -t tmpfs -o mode=0755 drakit-run /run && mkdir -p /run/cdi && '
                      'mount -n --bind "$0" /run/cdi && exec "$@"')  # -n: no utab on the host
-PLACEHOLDERS = ("node", "kubeconfig", "registryDir", "pluginsDir", "cdiDir", "drakitBin")
+PLACEHOLDERS = ("node", "kubeconfig", "registryDir", "pluginsDir", "cdiDir", "drakitBin", "metricsPort")
 
 
 class PluginStartError(Exception):
@@ -72,6 +73,8 @@ class VendorPlugin:
         self.values = {"node": node, "kubeconfig": str(kubeconfig), "registryDir": str(node_folders.registry_dir),
                        "pluginsDir": str(node_folders.plugins_dir), "cdiDir": str(node_folders.cdi_dir),
                        "drakitBin": str(bin_dir)}
+        if any("{metricsPort}" in arg for arg in command):
+            self.values["metricsPort"] = str(procs.free_ports(1)[0])
         self.argv = render(command, self.values)
         self.make = [Path(p) for p in render(folders, self.values)]
         self.log = log

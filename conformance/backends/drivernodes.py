@@ -26,35 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from .base import HarnessError
+from .driverreads import build_version, cdi_env
 
 COUNT = 2
 AGENT_SIDE = "drakit node agent (the kubelet's DRA role) on kwok nodes"
 KUBELET_SIDE = "real kubelet v1.37.2 over drakit's fake CRI"
 REGISTERED = "Registered DRA plugin"  # the kubelet's log line (dra_plugin_manager, -v 3)
-
-
-def cdi_env(folder: Path) -> dict[str, list[str]]:
-    """CDI device id -> the env entries its spec gives (spec-wide edits first), for the JSON and
-    YAML specs in ``folder`` (what a CDI-aware runtime resolves; node-check validates the specs)."""
-    import json
-
-    import yaml
-    out: dict[str, list[str]] = {}
-    if not folder.is_dir():
-        return out
-    for path in sorted(folder.iterdir()):
-        try:
-            text = path.read_text(encoding="utf-8")
-            doc = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text) if path.suffix in (".yaml", ".yml") else None
-        except (OSError, ValueError, yaml.YAMLError):
-            continue
-        if not isinstance(doc, dict):
-            continue
-        common = [str(e) for e in (doc.get("containerEdits") or {}).get("env") or []]
-        for device in doc.get("devices") or []:
-            own = [str(e) for e in (device.get("containerEdits") or {}).get("env") or []]
-            out[f"{doc.get('kind')}={device.get('name')}"] = common + own
-    return out
 
 
 class _Node:
@@ -315,6 +292,29 @@ class DriverNodes:
             "drakit's fake driver" if self.vendor.fake else "not started (the profile gives no plugin command)"
         return {"names": sorted(self.nodes), "plugin": how,
                 "nodeSide": KUBELET_SIDE if getattr(self, "real", False) else AGENT_SIDE}
+
+    def published(self) -> dict[str, Any]:
+        """What the driver's plugin says of itself on drakit's nodes: its registration (GetInfo
+        over the registration socket, as the kubelet asks it: the name and the DRA gRPC API
+        versions it serves, which are not a version of the driver) and, when the profile gives
+        ``plugin.metricsPath``, its build version from a ``*_build_info`` metric."""
+        from drakit.clusters.nodeagent.client import get_info
+        out: dict[str, Any] = {}
+        for node in self.nodes.values():
+            registry = node.kubelet.paths.registry_dir if node.kubelet is not None else node.root / "registry"
+            if node.plugin is not None:
+                registry = node.plugin.folders.registry_dir
+            try:
+                info = get_info(str(registry / f"{self.dut.driver}-reg.sock"))
+            except Exception:  # noqa: BLE001 - not there (kwok agent layout): nothing published here
+                continue
+            out["registration"] = {"name": info.name, "supportedVersions": list(info.supported_versions)}
+            metrics = self.dut.plugin.metrics_path if self.dut.plugin is not None else None
+            port = node.plugin.values.get("metricsPort") if node.plugin is not None else None
+            if metrics and port and "buildVersion" not in out:
+                out.update(build_version(f"http://127.0.0.1:{port}{metrics}"))
+            break
+        return out
 
     def _node(self, name: str) -> _Node:
         if name not in self.nodes:

@@ -132,15 +132,29 @@ class DriverSide:
             slices = [s for s in self.api.list("ResourceSlice", None) if (s.get("spec") or {}).get("driver") == self.dut.driver]
         except Exception:  # noqa: BLE001 - the environment must not break the run
             slices = []
+        found: list[str] = []
         if key:
             domain, _, ident = key.partition("/")
             found = sorted({str(next(iter(v.values()))) for s in slices for d in s["spec"].get("devices") or []
                             for k, v in (d.get("attributes") or {}).items()
                             if k == key or (k == ident and domain == self.dut.driver)})
-            if found:
-                version = ", ".join(found)
+        seen = self.nodes.published() if self.nodes is not None else {}
+        sources = ([f"{', '.join(found)} (device attribute {key})"] if found else []) + (
+            [f"{seen['buildVersion']} ({seen['buildVersionSource']})"] if seen.get("buildVersion") else [])
+        if sources:
+            version = "; ".join(sources)
+        else:  # say where drakit looked
+            version = (f"not published (no device attribute {key}" if key else
+                       "not published (the profile names no version attribute") + (
+                ", no metrics endpoint in the profile's plugin command)" if self.nodes is not None else ")")
         out: dict[str, Any] = {"name": self.dut.driver, "version": version, "role": self.dut.role,
                                "deviceClass": self.dut.class_name, "publishedSlices": len(slices)}
+        if seen.get("registration"):
+            reg = seen["registration"]
+            out["registration"] = (f"GetInfo: {reg['name']}, serving {', '.join(reg['supportedVersions'])} "
+                                   f"(DRA gRPC API versions, not a driver version)")
+        if seen.get("buildVersionError"):
+            out["versionError"] = seen["buildVersionError"]
         if self.nodes is not None:
             out["nodes"] = self.nodes.describe()
         elif self.start_error:

@@ -61,6 +61,9 @@ def test_upstream_test_driver_passes_with_its_leak_as_a_finding(tmp_path: Path) 
     got = behaviours(results)
     assert all(got[b] == "proven" for b in (*SEVEN, "several-pods", "kubelet-restart")), got
     assert results["driver"]["name"] == "test-driver.cdi.k8s.io" and results["driver"]["exercised"]
+    # its version as it publishes it: kubernetes_build_info on its metrics endpoint (build ldflags)
+    assert results["driver"]["version"].startswith("v1.37.2 (kubernetes_build_info"), results["driver"]
+    assert "v1.DRAPlugin" in results["driver"]["registration"]
     # it keeps prepared claims in memory only: after a plugin restart the claim's CDI spec leaks
     assert got["plugin-restart"] == "finding"
     # the optional behaviours its profile declares (read from its source), each proven; the

@@ -19,7 +19,8 @@ wrong-attribute-type  publishes the ``index`` attribute of its first slice's    
 What else each fault fails, by design (the planted-fault test, tests/clusters/test_driver_suite.py,
 holds each fault to exactly this set): no-cdi-spec fails every case that needs a running
 container (a runtime refuses a CDI device it has no spec for: driver/registration, prepare,
-pod-env, unprepare, reuse, several-pods, kubelet-restart); both unprepare faults also fail
+pod-env, unprepare, reuse, several-pods, kubelet-restart, and the optional admin-access,
+prioritized-list, partitionable-devices, device-metadata and health); both unprepare faults also fail
 driver/kubelet-restart and driver/plugin-restart, which check that a claim is unprepared cleanly
 after the restart (plugin-restart runs only for a driver started from a plugin command).
 """

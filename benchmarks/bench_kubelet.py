@@ -29,8 +29,10 @@ Progress goes to stderr, figures (or JSON) to stdout. Exit code 1 when a part fa
 from __future__ import annotations
 
 import argparse
+import calendar
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -43,6 +45,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 from drakit.clusters.local.fakedrivers import deploy  # noqa: E402
+from drakit.clusters.local.kubeletnode import read_cri_record  # noqa: E402
 from drakit.clusters.local.launcher import LocalCluster, install_sigterm_as_exit  # noqa: E402
 from drakit.fake_driver.kube import Informer, Kube, load_api_client  # noqa: E402
 from drakit.fake_hw.inventory import build_inventory  # noqa: E402
@@ -68,6 +71,75 @@ def rss_mib(pid: int) -> float:
     return 0.0
 
 
+#: The phases of a pod's create -> Running, each from the end of the one before it.
+PHASES = (
+    ("claim", "create call returned -> the watch sees the pod's ResourceClaim (kube-controller-manager)"),
+    ("scheduled", "-> the watch sees spec.nodeName (scheduler: allocation, binding)"),
+    ("kubelet", "-> the kubelet's SyncLoop ADD (its pod watch)"),
+    ("prepared", "-> RunPodSandbox in the fake CRI (admission, the claim read, NodePrepareResources)"),
+    ("container", "-> CreateContainer in the fake CRI (sandbox status, image, container config with CDI IDs)"),
+    ("running", "-> the watch sees phase Running (start, PLEG relist, status PATCH)"),
+)
+KLOG_ADD = re.compile(r'^I(\d{2})(\d{2}) (\d{2}:\d{2}:\d{2}\.\d+) .*"SyncLoop ADD" source="api" pods=\["([^"]+)"\]')
+
+
+def _klog_time(month: str, day: str, clock: str) -> float:
+    year = time.gmtime().tm_year
+    return calendar.timegm(time.strptime(f"{year}-{month}-{day} {clock.split('.')[0]}", "%Y-%m-%d %H:%M:%S")) + float(
+        "0." + clock.split(".")[1])
+
+
+def _rfc3339(value: str) -> float:
+    stamp, _, frac = value.rstrip("Z").partition(".")
+    return calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%S")) + (float("0." + frac) if frac else 0.0)
+
+
+def phases(created: dict[str, float], claimed: dict[str, float], bound: dict[str, float], running: dict[str, float], node: Any,
+           ns: str) -> dict[str, dict[str, float]]:
+    """p50/p90 of each of :data:`PHASES` over the pods (wall clock: the kubelet's log and the fake
+    CRI's record stamp in UTC on this machine's clock)."""
+    added: dict[str, float] = {}
+    for line in (node.paths.dir / "kubelet.log").read_text(errors="replace").splitlines():
+        m = KLOG_ADD.match(line)
+        if m and m.group(4).startswith(ns + "/"):
+            added.setdefault(m.group(4).split("/", 1)[1], _klog_time(m.group(1), m.group(2), m.group(3)))
+    sandbox: dict[str, float] = {}
+    container: dict[str, float] = {}
+    for e in read_cri_record(node.paths.cri_record):
+        pod = (e.get("pod") or {}).get("name")
+        if (e.get("pod") or {}).get("namespace") != ns or e.get("error") or not pod:
+            continue
+        if e.get("event") == "RunPodSandbox":
+            sandbox.setdefault(pod, _rfc3339(e["time"]))
+        elif e.get("event") == "CreateContainer":
+            container.setdefault(pod, _rfc3339(e["time"]))
+    stamps = [created, claimed, bound, added, sandbox, container, running]
+    out: dict[str, dict[str, float]] = {}
+    for i, (phase, _why) in enumerate(PHASES):
+        d = [stamps[i + 1][n] - stamps[i][n] for n in created if n in stamps[i] and n in stamps[i + 1]]
+        if d:
+            out[phase] = {"n": len(d), "p50": pct(d, 50), "p90": pct(d, 90)}
+    return out
+
+
+def cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_by_component(cluster: Any) -> dict[str, float]:
+    """CPU seconds so far of each of the cluster's processes, summed by component (the part of
+    the process name before the first ``/``), and of this process (``bench``: its watches)."""
+    out: dict[str, float] = {"bench": cpu_seconds(os.getpid())}
+    for info in cluster._procs:
+        role = info.name.split("/", 1)[0]
+        out[role] = out.get(role, 0.0) + cpu_seconds(info.pid)
+    return out
+
+
 def bench_nodes_and_pods(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with LocalCluster(progress=log, kubelet_claim_read=not args.node_authorizer_only) as cluster:
@@ -90,17 +162,32 @@ def bench_nodes_and_pods(args: argparse.Namespace) -> dict[str, Any]:
             "spec": {"spec": {"devices": {"requests": [
                 {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}})
         running: dict[str, float] = {}
+        bound: dict[str, float] = {}
+        claimed: dict[str, float] = {}
         seen = threading.Condition()
 
         def on_pod(event: str, pod: dict[str, Any]) -> None:
+            name = pod["metadata"]["name"]
+            if (pod.get("spec") or {}).get("nodeName"):
+                bound.setdefault(name, time.time())
             if (pod.get("status") or {}).get("phase") == "Running":
                 with seen:
-                    running.setdefault(pod["metadata"]["name"], time.monotonic())
+                    running.setdefault(name, time.time())
                     seen.notify_all()
 
+        def on_claim(event: str, claim: dict[str, Any]) -> None:
+            for owner in claim["metadata"].get("ownerReferences") or []:
+                if owner.get("kind") == "Pod":
+                    claimed.setdefault(owner["name"], time.time())
+
+        claims = Informer(kube, f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims", on_claim,
+                          name="bench-claims").start()
         informer = Informer(kube, f"/api/v1/namespaces/{ns}/pods", on_pod, name="bench-pods").start()
         informer.synced.wait(10)
+        claims.synced.wait(10)
         created: dict[str, float] = {}
+        cpu0 = cpu_by_component(cluster)
+        t0 = time.monotonic()
         try:
             for b in range(0, args.pods, args.batch):
                 names = [f"p{i}" for i in range(b, min(args.pods, b + args.batch))]
@@ -110,7 +197,7 @@ def bench_nodes_and_pods(args: argparse.Namespace) -> dict[str, Any]:
                                      "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
                                                      "resources": {"claims": [{"name": "gpu"}]}}]}}
                     kube.request("POST", f"/api/v1/namespaces/{ns}/pods", body)
-                    created[name] = time.monotonic()
+                    created[name] = time.time()
                 deadline = time.monotonic() + 60
                 with seen:
                     while not all(n in running for n in names):
@@ -126,9 +213,15 @@ def bench_nodes_and_pods(args: argparse.Namespace) -> dict[str, Any]:
                         raise SystemExit("claims of deleted pods still there after 60 s")
                     time.sleep(0.05)
         finally:
+            wall = time.monotonic() - t0
+            cpu1 = cpu_by_component(cluster)
             informer.stop()
+            claims.stop()
+        out["cpuMillisecondsPerPod"] = {k: round(1000 * (cpu1[k] - cpu0.get(k, 0.0)) / args.pods, 1) for k in cpu1}
+        out["podsWallSeconds"] = wall
         lat = [running[n] - created[n] for n in created]
         out["podRunningSeconds"] = {"n": len(lat), "p50": pct(lat, 50), "p90": pct(lat, 90), "max": max(lat)}
+        out["podPhasesSeconds"] = phases(created, claimed, bound, running, cluster.real.nodes["node-1"], ns)
         # the kubelet retries a failed prepare after its pod-worker backoff: say how often and why
         failed = [e for e in kube.request("GET", f"/api/v1/namespaces/{ns}/events")["items"]
                   if e.get("reason") == "FailedPrepareDynamicResources"]
@@ -186,6 +279,13 @@ def main() -> int:
         p = figures["podRunningSeconds"]
         print(f"pod create -> Running over {p['n']} pods ({args.batch} at a time): p50 {p['p50']:.3f} s, "
               f"p90 {p['p90']:.3f} s, max {p['max']:.3f} s")
+        for phase, why in PHASES:
+            q = figures["podPhasesSeconds"].get(phase)
+            if q:
+                print(f"  {phase:9} p50 {q['p50']:.3f} s, p90 {q['p90']:.3f} s  ({why})")
+        c = figures["cpuMillisecondsPerPod"]
+        print(f"CPU per pod, {sum(c.values()):.0f} ms in all ({figures['podsWallSeconds']:.1f} s wall for the pods): "
+              + ", ".join(f"{k} {v:.0f}" for k, v in sorted(c.items(), key=lambda kv: -kv[1])))
         f = figures["failedPrepareEvents"]
         if f["pods"]:
             print(f"  {f['pods']} of them waited for the kubelet's retry after FailedPrepareDynamicResources: {f['first']}")

@@ -369,6 +369,26 @@ class KubeletNode:
     def alive(self) -> bool:
         return all(procs.info_alive(p) for p in self.procs.values())
 
+    def prepared_claims(self) -> list[str]:
+        """``namespace/name`` of each claim the kubelet holds prepared (its DRA checkpoint,
+        ``dra_manager_state``: a claim stays there until the kubelet unprepared it)."""
+        try:
+            outer = json.loads((self.paths.root_dir / "dra_manager_state").read_text())
+            data = json.loads(outer.get("Data") or "{}")
+        except (OSError, ValueError, AttributeError):
+            return []
+        return [f"{e.get('Namespace')}/{e.get('ClaimName')}" for e in data.get("Entries") or [] if isinstance(e, dict)]
+
+    def clear_driver_files(self, plugin_data: Path) -> None:
+        """Empty the node's CDI spec folder and ``plugin_data`` (the fake drivers' files): the
+        drivers of the node's next hardware start from nothing, as on a fresh node."""
+        for folder in (self.paths.cdi_dir, plugin_data):
+            for entry in folder.iterdir() if folder.is_dir() else ():
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
+
 
 def _write_node_kubeconfig(path: Path, server: str, ca: Path, crt: Path, key: Path, node: str) -> None:
     cfg = {

@@ -227,6 +227,35 @@ class KubeletNodes:
             self.progress(f"kubelet node {n} Ready ({secs:.1f} s)")
         return took
 
+    def reset_kubelet_node(self, name: str, labels: Mapping[str, str]) -> dict[str, Any]:
+        """Make the Node of a running kubelet node look as if it had just registered with
+        ``labels`` (its next case may have other hardware): labels other than the kubelet's
+        own (:data:`KUBELET_LABELS`) and ``labels`` removed, ``labels`` set, taints other than
+        the ``node.kubernetes.io/`` ones the kubelet and node controller manage removed, not
+        unschedulable. The kubelet applies its ``--node-labels`` only when it creates its Node,
+        so this is how a running kubelet gets new ones (a restart keeps them: they are its
+        flags from now on). Returns the merge patch sent ({} when nothing differed)."""
+        node = self.kubelet_node(name)
+        if node is None:
+            raise RealNodeError(f"node {name} is not a running kubelet node")
+        node.labels = dict(labels)
+        ctx = self._api_ctx()
+        url = f"{node.server}/api/v1/nodes/{name}"
+        try:
+            with urllib.request.urlopen(url, context=ctx, timeout=10) as r:  # noqa: S310 (loopback only)
+                obj: dict[str, Any] = json.loads(r.read())
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise RealNodeError(f"reading Node {name}: {exc}") from None
+        patch = node_reset_patch(obj, labels)
+        if patch:
+            req = urllib.request.Request(url, method="PATCH", data=json.dumps(patch).encode(),
+                                         headers={"Content-Type": "application/merge-patch+json"})
+            try:
+                urllib.request.urlopen(req, context=ctx, timeout=10).close()  # noqa: S310 (loopback only)
+            except (urllib.error.URLError, OSError) as exc:
+                raise RealNodeError(f"resetting Node {name}: {exc}") from None
+        return patch
+
     def kubelet_node(self, name: str) -> KubeletNode | None:
         return self.real.nodes.get(name) if self.real is not None else None
 
@@ -281,6 +310,32 @@ def _inotify_starved(log: Path) -> bool:
     except OSError:
         return False
     return "inotify_init: too many open files" in text or "fsnotify watcher: too many open files" in text
+
+
+#: The labels a kubelet sets on its Node itself (``kubelet_node_status.go``: hostname, os, arch).
+KUBELET_LABELS = ("kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch",
+                  "beta.kubernetes.io/os", "beta.kubernetes.io/arch")
+
+
+def node_reset_patch(node: Mapping[str, Any], labels: Mapping[str, str]) -> dict[str, Any]:
+    """The JSON merge patch :meth:`KubeletNodes.reset_kubelet_node` sends for ``node``."""
+    meta = node.get("metadata") or {}
+    spec = node.get("spec") or {}
+    have = dict(meta.get("labels") or {})
+    want = {k: v for k, v in have.items() if k in KUBELET_LABELS}
+    want.update(labels)
+    label_patch: dict[str, str | None] = {k: None for k in have if k not in want}
+    label_patch.update({k: v for k, v in want.items() if have.get(k) != v})
+    patch: dict[str, Any] = {}
+    if label_patch:
+        patch["metadata"] = {"labels": label_patch}
+    taints = spec.get("taints") or []
+    kept = [t for t in taints if str(t.get("key", "")).startswith("node.kubernetes.io/")]
+    if len(kept) != len(taints):
+        patch.setdefault("spec", {})["taints"] = kept or None
+    if spec.get("unschedulable"):
+        patch.setdefault("spec", {})["unschedulable"] = None
+    return patch
 
 
 def _node_proc(info: procs.ProcInfo) -> bool:

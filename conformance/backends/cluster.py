@@ -407,11 +407,7 @@ class ClusterBackend:
         """Which of the cases' nodes are real kubelets on the local cluster, and what else."""
         cluster = getattr(self.main, "cluster", None)
         if getattr(self.node_side, "prepare", None) is not None and cluster is not None:
-            from drakit.clusters.local.build import KUBE_VERSION
-            return {"realKubelets": "every case node with fake hardware and no allocatable of its own",
-                    "kubeletVersion": KUBE_VERSION, "containerRuntime": "drakit-fakecri",
-                    "kwokNodes": "case nodes without fake hardware (no node side needed), and nodes with their own "
-                                 "allocatable (kubelets report the machine's), prepared by drakit's node agent"}
+            return self.node_side.describe()  # type: ignore[no-any-return]
         reason = getattr(cluster, "real_nodes_reason", None) or "not asked for"
         return {"realKubelets": "none", "why": reason,
                 "kwokNodes": "every case node; drakit's node agent prepares their claims"}

@@ -5,12 +5,21 @@ kubelet 1.37.2 over drakit's fake CRI (``clusters.local.kubeletnode``): the kube
 owns its Node, registers the fake drivers' plugins (served in-process by a
 :class:`clusters.nodeagent.LocalNode` without agent, in the kubelet's ``plugins_registry``),
 calls NodePrepareResources / NodeUnprepareResources itself and passes the CDI device IDs to
-the runtime, whose record a case can read (:meth:`CaseKubeletNodes.containers`). A kubelet node
-is kept for the next case that uses the same name, shape and labels; a case that needs the name
-with other hardware gets a fresh node, and nodes a case does not use are stopped (their Node
-deleted), so a case sees only its own nodes, as with kwok. The backend publishes the case's
-ResourceSlices after the new kubelet's start-up wipe of its node's slices, and again after a
-restart step restarted the kubelet (a driver republishes at once).
+the runtime, whose record a case can read (:meth:`CaseKubeletNodes.containers`).
+
+A kubelet takes about a second to start, so a running kubelet node serves every later case that
+names its node, whatever that case's hardware (:meth:`KubeletNodeSide.prepare`): with other
+hardware, once the kubelet holds no claim prepared, the fake drivers' plugins are stopped, the
+node's CDI folder and driver files emptied and plugins for the new hardware started (the kubelet
+registers them as a driver's DaemonSet pods coming back); before every case its Node gets the
+case's labels and loses any other label, taint or cordon a case left (``reset_kubelet_node``).
+Nodes a case does not name are stopped (their Node deleted), so a case sees only its own nodes,
+as with kwok, unless the case runs no pod (then nothing of it can land on them). A kubelet whose
+node lost a driver wipes that driver's slices 30 s later (its ``wipingDelay``) unless the driver
+registers again; a case that publishes slices of such a driver on the node in that time gets a
+fresh kubelet instead. The backend publishes the case's ResourceSlices after a new kubelet's
+start-up wipe of its node's slices, and again after a restart step restarted the kubelet (a
+driver republishes at once).
 
 Other case nodes are kwok nodes (``clusternode``): a node without hardware needs no node side;
 one with hardware and its own ``allocatable`` (which a kubelet would overwrite with the
@@ -20,6 +29,7 @@ machine's) keeps the node agent.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any, Mapping
 
 from drakit.clusters.local.kubeletnode import containers_of, read_cri_record
@@ -40,10 +50,40 @@ def real_node_names(case: Case) -> set[str]:
     return {n.name for n in case.nodes if n.shape and not n.allocatable}
 
 
+#: Kinds whose objects put pods on nodes: a case with none of them cannot use a node it does not name.
+POD_KINDS = frozenset({"Pod", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob",
+                       "ReplicationController", "Node"})
+#: The kubelet's delay before it wipes the slices of a driver that went away (``defaultWipingDelay``
+#: in pkg/kubelet/cm/dra/manager.go, 30 s), with a margin.
+WIPE_DELAY = 35.0
+#: How long a hardware change waits for the kubelet to unprepare an earlier case's claims.
+SETTLE_SECONDS = 30.0
+
+
+def runs_pods(case: Case) -> bool:
+    """Whether any manifest of the case is a pod, makes pods, or is a Node."""
+    return any(m.get("kind") in POD_KINDS for step in case.steps for m in step.manifests)
+
+
+def slice_drivers(case: Case, node: str) -> set[str]:
+    """The drivers of the ResourceSlices the case's own manifests publish on ``node``."""
+    return {str((m.get("spec") or {}).get("driver")) for step in case.steps for m in step.manifests
+            if m.get("kind") == "ResourceSlice" and (m.get("spec") or {}).get("nodeName") == node}
+
+
 class _Running:
     def __init__(self, key: tuple[Any, ...], local: LocalNode) -> None:
         self.key = key
         self.local = local
+        self.gone: dict[str, float] = {}  # drivers whose plugins went away -> when (monotonic)
+
+    def wipe_pending(self, case: Case, node: str, drivers: tuple[str, ...] = ()) -> bool:
+        """Whether the kubelet may still wipe slices the case publishes on ``node`` (a driver
+        gone from the node less than :data:`WIPE_DELAY` ago, not among the case's ``drivers``)."""
+        now = time.monotonic()
+        self.gone = {d: t for d, t in self.gone.items() if now - t < WIPE_DELAY}
+        pending = set(self.gone) - set(drivers)
+        return bool(pending & slice_drivers(case, node))
 
 
 class CaseKubeletNodes:
@@ -112,14 +152,18 @@ class KubeletNodeSide:
         self.claims = self.kwok.claims
         self._nodes: dict[str, _Running] = {}
         self.used: set[str] = set()  # every node name that ran as a real kubelet (results.json)
+        self.starts = 0  # kubelets started for cases
+        self.reuses = 0  # hardware changes a running kubelet served
 
     def prepare(self, case: Case) -> set[str]:
         """Start (or keep) the real kubelet nodes of ``case``; returns their names. Call before
         the case's hardware is published: a new kubelet wipes its node's slices when it starts."""
         names = real_node_names(case)
         metadata = needs_device_metadata(case)
+        quiet = not runs_pods(case)
         for stale in [n for n in self._nodes if n not in {s.name for s in case.nodes}]:
-            self._drop(stale)  # a case sees its own nodes only, as with kwok nodes
+            if not (quiet and not self._nodes[stale].wipe_pending(case, stale)):
+                self._drop(stale)  # a case sees its own nodes only, as with kwok nodes
         for spec in case.nodes:
             if spec.name not in names:
                 self._drop(spec.name)  # the case wants a kwok node by that name
@@ -129,23 +173,66 @@ class KubeletNodeSide:
             labels = {**inv.node_labels(), **spec.labels}
             key = (spec.shape, tuple(sorted(labels.items())), metadata)
             running = self._nodes.get(spec.name)
-            if running is not None and running.key == key and self.cluster.kubelet_node(spec.name) is not None:
+            kn = self.cluster.kubelet_node(spec.name)
+            if (running is not None and kn is not None and kn.alive()
+                    and not running.wipe_pending(case, spec.name, inv.drivers)
+                    and (running.key == key or self._rehome(spec.name, running, inv, key, metadata))):
+                try:
+                    self.cluster.reset_kubelet_node(spec.name, labels)
+                except Exception as exc:  # ClusterError: one line
+                    raise HarnessError(f"the real kubelet node {spec.name} cannot be reset: {exc}") from None
                 continue
             self._drop(spec.name)
             try:
                 kn = self.cluster.add_kubelet_node(spec.name, labels)
             except Exception as exc:  # ClusterError: one line with the kubelet's log tail
                 raise HarnessError(f"the real kubelet node {spec.name} cannot start: {exc}") from None
-            local = LocalNode(inv, self.claims.get_claim, write_status=self.claims.write_device_status,
-                              device_metadata=metadata, agent=False, root=kn.paths.dir / "plugin-data",
-                              dirs=(kn.paths.plugins_dir, kn.paths.registry_dir, kn.paths.cdi_dir))
-            try:
-                local.start(timeout=15.0)
-            except RuntimeError as exc:
-                raise HarnessError(str(exc)) from None
-            self._nodes[spec.name] = _Running(key, local)
+            self.starts += 1
+            self._nodes[spec.name] = _Running(key, self._plugins(kn, inv, metadata))
             self.used.add(spec.name)
         return names
+
+    def _plugins(self, kn: Any, inv: Any, metadata: bool) -> LocalNode:
+        """The fake drivers' plugins of ``inv`` on the kubelet node ``kn``, started and registered."""
+        local = LocalNode(inv, self.claims.get_claim, write_status=self.claims.write_device_status,
+                          device_metadata=metadata, agent=False, root=kn.paths.dir / "plugin-data",
+                          dirs=(kn.paths.plugins_dir, kn.paths.registry_dir, kn.paths.cdi_dir))
+        try:
+            local.start(timeout=15.0)
+        except RuntimeError as exc:
+            raise HarnessError(str(exc)) from None
+        return local
+
+    def _rehome(self, name: str, running: _Running, inv: Any, key: tuple[Any, ...], metadata: bool) -> bool:
+        """Give the running kubelet node ``name`` the hardware ``inv`` (module docstring); False
+        when the kubelet still holds a claim prepared after :data:`SETTLE_SECONDS` (then the
+        node is started afresh)."""
+        kn = self.cluster.kubelet_node(name)
+        deadline = time.monotonic() + SETTLE_SECONDS
+        while (held := kn.prepared_claims()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if held:
+            log.warning("kubelet node %s still holds %s prepared; starting it afresh", name, ", ".join(held))
+            return False
+        running.local.stop()
+        now = time.monotonic()
+        running.gone.update({d: now for d in running.local.driver_names})
+        kn.clear_driver_files(kn.paths.dir / "plugin-data")
+        running.local = self._plugins(kn, inv, metadata)
+        for d in inv.drivers:
+            running.gone.pop(d, None)
+        running.key = key
+        self.reuses += 1
+        return True
+
+    def describe(self) -> dict[str, Any]:
+        """``environment.backends.cluster.nodeSide`` of results.json."""
+        from drakit.clusters.local.build import KUBE_VERSION
+        return {"realKubelets": "every case node with fake hardware and no allocatable of its own",
+                "kubeletVersion": KUBE_VERSION, "containerRuntime": "drakit-fakecri",
+                "kubeletsStarted": self.starts, "hardwareChangesOnRunningKubelets": self.reuses,
+                "kwokNodes": "case nodes without fake hardware (no node side needed), and nodes with their own "
+                             "allocatable (kubelets report the machine's), prepared by drakit's node agent"}
 
     def _drop(self, name: str) -> None:
         running = self._nodes.pop(name, None)

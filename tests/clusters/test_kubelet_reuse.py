@@ -1,0 +1,165 @@
+"""A running real kubelet node serves the next case that names its node, whatever that case's
+hardware (conformance/backends/kubeletside.py), and keeps nothing of the case before: labels,
+taints, cordon, CDI specs, driver files, plugin calls. Driven through the cluster backend's
+node side on a local cluster, as ``drakit run --cluster local`` does, case after case."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from drakit.clusters.local.kwokconfig import PREPARED
+from drakit.clusters.local.kubeletnode import containers_of, read_cri_record
+from drakit.clusters.local.launcher import LocalCluster
+from drakit.clusters.local.pytest_fixture import kubelet_skip_reason, skip_or_fail
+from drakit.conformance.backends.kubeletside import KubeletNodeSide
+from drakit.conformance.backends.reference import hardware_objects
+from drakit.conformance.cases.loader import load_text
+from drakit.fake_driver.kube import Kube, load_api_client
+from drakit.fake_driver.profile import load_profile
+
+from .waiting import wait_for
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs Linux")
+
+def _case(case_id: str, nodes: str, runs_pod: bool):
+    """A case as the loader makes it: its nodes, and a pod among its manifests or none."""
+    manifest = ("{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: main, image: x}]}}"
+                if runs_pod else "{apiVersion: resource.k8s.io/v1, kind: DeviceClass, metadata: {name: x}, spec: {}}")
+    text = (f"id: reuse/{case_id}\ntitle: t\nfeatures: [core]\ndescription: d\n"
+            + (f"hardware:\n  nodes: {nodes}\n" if nodes != "[]" else "") + f"steps:\n  - apply:\n      - {manifest}\n")
+    loaded = load_text(text, f"{case_id}.case.yaml", {}, vocabulary=frozenset(load_profile()))
+    assert not loaded.errors, loaded.errors
+    [case] = loaded.cases
+    return case
+
+
+@pytest.fixture(scope="module")
+def side(tmp_path_factory: pytest.TempPathFactory):
+    reason = kubelet_skip_reason()
+    if reason:
+        skip_or_fail(reason)
+    with LocalCluster(tmp_path_factory.mktemp("reuse"), stage_set=PREPARED) as cluster:
+        from drakit.conformance.backends.kubeapi import KubeApi
+        api = KubeApi(str(cluster.kubeconfig), None, cache_dir=cluster.run_dir)
+        node_side = KubeletNodeSide(cluster, api.api_client, {})
+        try:
+            yield node_side
+        finally:
+            node_side.stop()
+
+
+def _run_case(side: KubeletNodeSide, case, ns: str, device_class: str) -> dict:
+    """What the backend does for a case with one pod: nodes, hardware, the pod Running; returns
+    the container's CRI record, then deletes everything as the session's cleanup does."""
+    kube = Kube(load_api_client(side.cluster.kubeconfig))
+    side.prepare(case)
+    created = []
+    for obj in hardware_objects(case):
+        if obj["kind"] == "Node":
+            continue
+        path = {"DeviceClass": "/apis/resource.k8s.io/v1/deviceclasses",
+                "ResourceSlice": "/apis/resource.k8s.io/v1/resourceslices"}[obj["kind"]]
+        if obj["kind"] == "DeviceClass" and kube.get(f"{path}/{obj['metadata']['name']}"):
+            continue
+        kube.request("POST", path, obj)
+        created.append(f"{path}/{obj['metadata']['name']}")
+    kube.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    kube.request("POST", f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": device_class}}]}}})
+    kube.request("POST", f"/api/v1/namespaces/{ns}/pods", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}],
+                 "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
+                                 "resources": {"claims": [{"name": "gpu"}]}}]}})
+    wait_for(f"pod {ns}/p Running",
+             lambda: ((kube.get(f"/api/v1/namespaces/{ns}/pods/p") or {}).get("status") or {}).get("phase") == "Running", 60)
+    kn = side.cluster.kubelet_node("node-a")
+    [record] = containers_of(read_cri_record(kn.paths.cri_record), ns, "p", "main")
+    kube.request("DELETE", f"/api/v1/namespaces/{ns}/pods/p", {"gracePeriodSeconds": 1})
+    wait_for("the pod gone", lambda: kube.get(f"/api/v1/namespaces/{ns}/pods/p") is None, 60)
+    kube.request("DELETE", f"/api/v1/namespaces/{ns}")
+    for path in created:
+        if "/resourceslices/" in path:
+            kube.request("DELETE", path)
+    return record
+
+
+def test_a_running_kubelet_takes_the_next_hardware_and_keeps_nothing_of_the_last(side: KubeletNodeSide) -> None:
+    kube = Kube(load_api_client(side.cluster.kubeconfig))
+    server = _case("server", "[{name: node-a, shape: server-8gpu}]", True)
+    first = _run_case(side, server, "reuse-a", "gpu.nova.example.com")
+    assert side.starts == 1 and side.reuses == 0
+    kn = side.cluster.kubelet_node("node-a")
+    pid = kn.procs["kubelet"].pid
+    assert any(d.startswith("k8s.gpu.nova.example.com/") for d in first["cdiDevices"])
+    # what a case may leave on its node: a label, a taint, a cordon; a file in the CDI folder
+    kube.request("PATCH", "/api/v1/nodes/node-a", {"metadata": {"labels": {"left.example/over": "yes"}},
+                                                  "spec": {"unschedulable": True,
+                                                           "taints": [{"key": "left.example/t", "effect": "NoSchedule"}]}},
+                 content_type="application/merge-patch+json")
+    (kn.paths.cdi_dir / "left-over.json").write_text("{}")
+
+    small = _case("small", "[{name: node-a, shape: small-1gpu}]", True)
+    second = _run_case(side, small, "reuse-b", "gpu.acme.example.com")
+    assert (side.starts, side.reuses) == (1, 1), "the running kubelet took the new hardware"
+    assert side.cluster.kubelet_node("node-a").procs["kubelet"].pid == pid
+    node = kube.get("/api/v1/nodes/node-a")
+    labels = node["metadata"]["labels"]
+    assert labels["drakit.dev/shape"] == "small-1gpu" and labels["drakit.dev/gpus"] == "1"
+    assert "left.example/over" not in labels and "drakit.dev/driver.gpu.nova.example.com" not in labels
+    assert labels["kubernetes.io/hostname"] == "node-a"
+    assert not node["spec"].get("unschedulable")
+    assert not [t for t in node["spec"].get("taints") or [] if not t["key"].startswith("node.kubernetes.io/")]
+    assert not (kn.paths.cdi_dir / "left-over.json").exists()
+    # the container saw the new hardware's device only, from drivers that never saw the last case
+    assert second["cdiDevices"] and all(d.startswith("k8s.gpu.acme.example.com/") for d in second["cdiDevices"])
+    local = side._nodes["node-a"].local
+    assert sorted(local.plugins) == ["gpu.acme.example.com", "nic.swift.example.com"]
+    assert all(c["claims"] and all("reuse-a" not in str(x) for x in c["claims"]) for c in local.plugin_calls())
+    wait_for("nothing prepared", lambda: not kn.prepared_claims(), 30)
+
+    # a case that runs no pod leaves the kubelet running; one that wants a kwok node-a does not
+    side.prepare(_case("quiet", "[]", False))
+    assert side.cluster.kubelet_node("node-a") is not None and side.starts == 1
+    side.prepare(_case("kwok", "[{name: node-a}]", False))
+    assert side.cluster.kubelet_node("node-a") is None
+    assert kube.get("/api/v1/nodes/node-a") is None
+
+
+def test_a_case_publishing_slices_of_a_driver_the_kubelet_may_still_wipe_gets_a_fresh_kubelet(
+        side: KubeletNodeSide, tmp_path: Path) -> None:
+    """A driver the node lost is wiped by the kubelet 30 s later: a case that publishes its own
+    slices of that driver on the node within that time must not meet the wipe."""
+    server = _case("server2", "[{name: node-a, shape: server-8gpu}]", True)
+    small = _case("small2", "[{name: node-a, shape: small-1gpu}]", True)
+    side.prepare(server)
+    starts = side.starts
+    side.prepare(small)  # gpu.nova went away just now
+    assert side.starts == starts
+    text = textwrap.dedent("""\
+        id: reuse/own-slice
+        title: t
+        features: [core]
+        description: d
+        hardware:
+          nodes: [{name: node-a, shape: small-1gpu}]
+        steps:
+          - apply:
+              - apiVersion: resource.k8s.io/v1
+                kind: ResourceSlice
+                metadata: {name: own}
+                spec:
+                  driver: gpu.nova.example.com
+                  nodeName: node-a
+                  pool: {name: own, generation: 1, resourceSliceCount: 1}
+                  devices: [{name: d0}]
+        """)
+    loaded = load_text(text, "own.case.yaml", {}, vocabulary=frozenset(load_profile()))
+    assert not loaded.errors, loaded.errors
+    side.prepare(loaded.cases[0])
+    assert side.starts == starts + 1, "a fresh kubelet: no wipe of gpu.nova is pending on it"

@@ -42,6 +42,13 @@ INOTIFY_NOTE = ("the kubelet got no inotify instance (too many open files): this
 
 Progress = Callable[[str], None]
 
+#: Gates every kubelet node gets on top of the run's (a run that sets one itself wins).
+#: EventedPLEG (alpha): the kubelet relists a pod as soon as the runtime's container event
+#: stream says one of its containers stopped (drakit's fake CRI sends the events containerd and
+#: CRI-O send) instead of at its next periodic relist, which comes once a second: an init
+#: container's completion and a stopped container are seen at once.
+KUBELET_EXTRA_GATES = {"EventedPLEG": True}
+
 
 class RealNodeError(ClusterError):
     """A kubelet node could not start or become Ready; the message says why and where the log is."""
@@ -54,7 +61,7 @@ class RealNodes:
         self.bin_dir = bin_dir
         self.server = server
         self.pki = pki_
-        self.gates = gatesmod.format_gates(kubelet_gates)
+        self.gates = gatesmod.format_gates({**KUBELET_EXTRA_GATES, **kubelet_gates})
         self.detached = detached
         self.on_procs = on_procs
         self.progress = progress

@@ -173,7 +173,7 @@ class ClusterSession:
         if real is None:
             raise HarnessError("node operations are only visible on drakit's real kubelet nodes (--cluster local, as root)")
         return [{"node": node, "claim": claim, "driver": call["driver"], "pod": None, "operation": call["operation"],
-                 "skipped": False}
+                 "skipped": False, "batch": sorted(call["claims"])}
                 for node, local in real.items() for call in local.plugin_calls() for claim in call["claims"]]
 
     def _republish(self, node: str) -> None:

@@ -4,8 +4,9 @@ for every container that names claims, one ``allocatedResourcesStatus`` entry pe
 reference, named ``claim:<pod claim name>`` or ``claim:<pod claim name>/<request>``, listing
 each prepared device of the claim (of that request) once, by its first CDI device ID (else
 ``<driver>/<pool>/<device>``), with health ``Healthy``, ``Unhealthy`` or ``Unknown``. The
-reference backend's kubelet part uses it when a fault is injected; on the cluster the real
-kubelet does this itself.
+reference backend's kubelet part writes it when a pod starts and when a fault is injected or
+cleared; on the cluster the real kubelet does this itself (a v1.37.2 kubelet shows Healthy
+before any fault: device-taints/fault-shows-in-pod-device-health).
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ machine's) keeps the node agent.
 from __future__ import annotations
 
 import logging
+import shutil
 import time
 from typing import Any, Mapping
 
@@ -76,6 +77,7 @@ class _Running:
         self.key = key
         self.local = local
         self.gone: dict[str, float] = {}  # drivers whose plugins went away -> when (monotonic)
+        self.generation = 0  # of the plugins (their socket folders: _plugins)
 
     def wipe_pending(self, case: Case, node: str, drivers: tuple[str, ...] = ()) -> bool:
         """Whether the kubelet may still wipe slices the case publishes on ``node`` (a driver
@@ -192,11 +194,16 @@ class KubeletNodeSide:
             self.used.add(spec.name)
         return names
 
-    def _plugins(self, kn: Any, inv: Any, metadata: bool) -> LocalNode:
-        """The fake drivers' plugins of ``inv`` on the kubelet node ``kn``, started and registered."""
+    def _plugins(self, kn: Any, inv: Any, metadata: bool, generation: int = 0) -> LocalNode:
+        """The fake drivers' plugins of ``inv`` on the kubelet node ``kn``, started and registered.
+        Each later ``generation`` of plugins on the node has sockets of its own (in ``g<N>``
+        below the kubelet's plugins and plugins_registry folders): the kubelet's plugin manager
+        handles one operation per socket path at a time and reconciles once a second, so a new
+        plugin on the path of one just gone waits two rounds, on a new path one."""
+        sub = f"g{generation}" if generation else ""
         local = LocalNode(inv, self.claims.get_claim, write_status=self.claims.write_device_status,
                           device_metadata=metadata, agent=False, root=kn.paths.dir / "plugin-data",
-                          dirs=(kn.paths.plugins_dir, kn.paths.registry_dir, kn.paths.cdi_dir))
+                          dirs=(kn.paths.plugins_dir / sub, kn.paths.registry_dir / sub, kn.paths.cdi_dir))
         try:
             local.start(timeout=15.0)
         except RuntimeError as exc:
@@ -214,15 +221,22 @@ class KubeletNodeSide:
         if held:
             log.warning("kubelet node %s still holds %s prepared; starting it afresh", name, ", ".join(held))
             return False
+        t0 = time.monotonic()
         running.local.stop()
         now = time.monotonic()
         running.gone.update({d: now for d in running.local.driver_names})
+        if running.generation:  # the old generation's socket folders go with it
+            for folder in (kn.paths.plugins_dir, kn.paths.registry_dir):
+                shutil.rmtree(folder / f"g{running.generation}", ignore_errors=True)
         kn.clear_driver_files(kn.paths.dir / "plugin-data")
-        running.local = self._plugins(kn, inv, metadata)
+        running.generation += 1
+        running.local = self._plugins(kn, inv, metadata, running.generation)
         for d in inv.drivers:
             running.gone.pop(d, None)
         running.key = key
         self.reuses += 1
+        log.info("kubelet node %s: new hardware %s on the running kubelet in %.2f s", name, key[0],
+                 time.monotonic() - t0)
         return True
 
     def describe(self) -> dict[str, Any]:

@@ -163,14 +163,20 @@ class NodeRuntime:
             plugin.clear_faults(device)
         self._write_health(node)
 
-    def _write_health(self, node: str) -> None:
+    def started(self, node: str, uid: str) -> None:
+        """The pod runs: like the kubelet's status of a running pod, its containers' statuses
+        carry the health of its prepared devices (Healthy until the driver says otherwise)."""
+        if uid in self.results and self._node(node) is not None:
+            self._write_health(node, only=uid)
+
+    def _write_health(self, node: str, only: str | None = None) -> None:
         from drakit.fake_hw.faults import device_taints
 
         from .devicehealth import allocated_resources_status
         ln = self._node(node)
         unhealthy = set(device_taints(ln.inventory, self.faults.get(node, [])))
         for uid, (n, pod) in list(self.prepared.items()):
-            if n != node or uid not in self.results:
+            if n != node or uid not in self.results or (only is not None and uid != only):
                 continue
             current = self.cluster.get("Pod", pod["metadata"]["name"], pod["metadata"].get("namespace"))
             if current is None:

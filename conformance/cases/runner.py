@@ -14,8 +14,9 @@ from ..backends.base import ApiRejected, HarnessError, Session
 from .checks import CHECKS as _CASE_CHECKS
 from .checks import ExpectationFailed, claim_name
 from .driverchecks import DRIVER_CHECKS
+from .nodechecks import NODE_CHECKS
 
-CHECKS = {**_CASE_CHECKS, **DRIVER_CHECKS}
+CHECKS = {**_CASE_CHECKS, **NODE_CHECKS, **DRIVER_CHECKS}
 from ..spec.case import Case, Step
 from .placeholders import substitute_runtime
 

@@ -320,6 +320,7 @@ class ReferenceCluster:
             ok = True
             keys: set[tuple[str, str, str]] = set()
             added: list[tuple[str, str, str]] = []
+            calls_from = len(self.node_operations)
             for claim in self._pod_claims(pod):
                 for driver, skips in self._claim_drivers(claim).items():
                     key = (node, claim["metadata"]["uid"], driver)
@@ -339,6 +340,7 @@ class ReferenceCluster:
                     self._prepared[key] = (f"{claim['metadata'].get('namespace')}/{claim['metadata']['name']}", skips)
                     added.append(key)
                     self._node_op(node, pod, claim, driver, "NodePrepareResources", skip)
+            _batch(self.node_operations[calls_from:])  # one call per driver for the pod's claims
             if ok and self.node_runtime is not None and (pod.get("status") or {}).get("phase") != "Running":
                 error = self.node_runtime.prepare(node, pod, self._pod_claims(pod))
                 if error:
@@ -358,12 +360,16 @@ class ReferenceCluster:
             p.setdefault("status", {})["phase"] = "Running"
             set_condition(p, "Ready", "True", None, None)
             self.store.update(p)
+            if self.node_runtime is not None:  # the kubelet's status of a running pod: device health
+                self.node_runtime.started(node, uid)
+        calls_from = len(self.node_operations)
         for key in [k for k in self._prepared if k not in in_use]:
             node, _claim_uid, driver = key
             ref, skips = self._prepared.pop(key)
             self.node_operations.append({"node": node, "claim": ref, "driver": driver, "pod": None,
                                          "operation": "NodeUnprepareResources",
                                          "skipped": bool(skips & {"NodeUnprepareResources", "*"})})
+        _batch(self.node_operations[calls_from:])
 
     def _pod_claims(self, pod: dict[str, Any]) -> "List[dict[str, Any]]":
         ns = pod["metadata"].get("namespace", "")
@@ -392,6 +398,19 @@ class ReferenceCluster:
 
     def _next_share_id(self) -> str:
         return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self._seed}/share/{next(self._share_counter)}"))
+
+
+def _batch(ops: "List[dict[str, Any]]") -> None:
+    """Give the node operations of one kubelet pass their ``batch``: the claims that went in the
+    same call, as the kubelet makes one call per node, driver and operation for a pod's claims."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for o in ops:
+        if not o["skipped"]:
+            groups.setdefault((o["node"], o["driver"], o["operation"]), []).append(o)
+    for group in groups.values():
+        claims = sorted(o["claim"] for o in group)
+        for o in group:
+            o["batch"] = claims
 
 
 __all__ = ["ReferenceCluster", "ApiRejected", "Conflict", "NotFound"]

@@ -243,3 +243,4 @@ def test_cluster_up_lists_ready_v1_37_2_kubelet_nodes_with_slices_and_down_leave
     assert down.returncode == 0, down.stderr
     assert _leftovers(run_dir, state, sysctls) == []
     parent.rmdir()
+

@@ -47,6 +47,7 @@ type server struct {
 	record   *os.File
 	logPaths map[string]string // container ID -> its log file
 	inits    map[string]bool   // container IDs of init containers (they exit 0 when started)
+	events   *eventHub         // GetContainerEvents subscribers (events.go)
 }
 
 type event struct {
@@ -105,6 +106,8 @@ func (s *server) StopPodSandbox(ctx context.Context, req *runtimeapi.StopPodSand
 	e := event{Event: "StopPodSandbox", SandboxID: req.PodSandboxId}
 	if err != nil {
 		e.Error = err.Error()
+	} else {
+		s.emitSandbox(req.PodSandboxId, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT)
 	}
 	s.write(e)
 	return resp, err
@@ -178,6 +181,7 @@ func (s *server) StartContainer(ctx context.Context, req *runtimeapi.StartContai
 	s.mu.Lock()
 	init := s.inits[req.ContainerId]
 	s.mu.Unlock()
+	s.emit(req.ContainerId, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
 	if init {
 		rs := s.RemoteRuntime.RuntimeService
 		rs.Lock()
@@ -188,6 +192,7 @@ func (s *server) StartContainer(ctx context.Context, req *runtimeapi.StartContai
 			c.FinishedAt = time.Now().UnixNano()
 		}
 		rs.Unlock()
+		s.emit(req.ContainerId, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT)
 	}
 	return resp, nil
 }
@@ -290,7 +295,7 @@ func main() {
 		os.Exit(1)
 	}
 	s := &server{RemoteRuntime: fake.NewFakeRemoteRuntime(), fsDir: *fsDir, record: rec, logPaths: map[string]string{},
-		inits: map[string]bool{}, pods: pods}
+		inits: map[string]bool{}, pods: pods, events: newEventHub()}
 	for _, d := range strings.Split(*cdi, ",") {
 		if d = strings.TrimSpace(d); d != "" {
 			s.cdiDirs = append(s.cdiDirs, d)

@@ -56,14 +56,27 @@ func (p *podSpecs) initContainers(namespace, name, uid string) map[string]bool {
 		return got
 	}
 	p.mu.Unlock()
-	resp, err := p.client.Get(fmt.Sprintf("%s/api/v1/namespaces/%s/pods/%s", p.server, url.PathEscape(namespace), url.PathEscape(name)))
-	if err != nil {
-		return nil
+	// The Node authorizer lets the node read a pod only once its graph has seen the pod bound
+	// there, which can lag the kubelet's own watch by a moment: a refusal is asked again for
+	// up to two seconds (else an init container would be taken for a main one and never end).
+	u := fmt.Sprintf("%s/api/v1/namespaces/%s/pods/%s", p.server, url.PathEscape(namespace), url.PathEscape(name))
+	var resp *http.Response
+	for attempt := 0; ; attempt++ {
+		r, err := p.client.Get(u)
+		if err != nil {
+			return nil
+		}
+		if r.StatusCode == http.StatusOK {
+			resp = r
+			break
+		}
+		r.Body.Close()
+		if (r.StatusCode != http.StatusForbidden && r.StatusCode != http.StatusNotFound) || attempt >= 40 {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil
-	}
 	var pod struct {
 		Metadata struct {
 			UID string `json:"uid"`

@@ -14,7 +14,12 @@ Usage: ``python benchmarks/bench_kubelet.py [--nodes 3] [--pods 50] [--batch 5] 
    allocation, NodePrepareResources by the kubelet, sandbox and container in the fake CRI).
    Each batch is deleted (gracefully) before the next. p50 / p90 / max, and how many pods waited
    for the kubelet's retry of a failed prepare (with ``--node-authorizer-only`` the kubelets
-   race the Node authorizer's graph: realnodes.CLAIM_READ_ROLE).
+   race the Node authorizer's graph: realnodes.CLAIM_READ_ROLE). Where the time goes: p50 / p90
+   of each phase (:data:`PHASES`: the claim made from the template, the scheduler's binding,
+   the kubelet's watch, admission and prepare up to the sandbox, the container, the status
+   that says Running), from this script's watches, the kubelet's log and the fake CRI's record;
+   and the CPU milliseconds each component spent per pod over the whole create/delete cycle
+   (a figure the machine's load does not change much, unlike the latencies).
 3. **RSS per node**: VmRSS of each node's kubelet plus fake CRI after the pods ran.
 4. **node-side suites**: wall time of ``drakit run --backend cluster --cluster local`` on the
    node-side suites (device-metadata, device-status, device-taints with its hardware faults)

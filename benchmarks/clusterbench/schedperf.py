@@ -26,7 +26,8 @@ with the controller manager's and scheduler's client rate limits raised to 5,000
 scheduler_perf's are.  ``upstream`` runs what scheduler_perf runs besides the scheduler: the
 controller manager with only the resource claim, garbage collector and namespace
 controllers; the API server without the ServiceAccount, TaintNodesByCondition and Priority
-admission plugins; kwok keeping the nodes Ready but starting no pod.  ``claim_workers``: the
+admission plugins; kwok keeping the nodes Ready (renewing their leases once an hour, since no
+node lifecycle controller reads them) but starting no pod.  ``claim_workers``: the
 resource claim controller's workers (scheduler_perf runs 5; the controller manager's default is 50).
 
 Feature gates are the binaries' defaults plus the one under test, as in scheduler_perf (whose
@@ -75,7 +76,11 @@ def component_args(components: str, claim_workers: int = 5, profiling: bool = Fa
         out = {"kube-controller-manager": [*qps, "--controllers=resourceclaim-controller,garbage-collector-controller,"
                                            "namespace-controller", workers],
                "kube-scheduler": qps,
-               "kube-apiserver": ["--disable-admission-plugins=ServiceAccount,TaintNodesByCondition,Priority"]}
+               "kube-apiserver": ["--disable-admission-plugins=ServiceAccount,TaintNodesByCondition,Priority"],
+               # Nothing watches node leases without the node lifecycle controller: renewing 500
+               # of them every 10 s (kwok's default for the launcher's 40 s) cost the API server
+               # about 0.2 cores while idle.
+               "kwok": ["--node-lease-duration-seconds=3600"]}
     if profiling:
         for name in PROFILED:
             out[name] = [*out.get(name, []), "--profiling=true"]

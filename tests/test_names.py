@@ -122,11 +122,14 @@ def test_cluster_wide_cases_are_the_few_the_prefix_cannot_keep_apart() -> None:
     assert 0 < len(wide) < len(cases) // 3, (len(wide), len(cases), sorted(wide))
 
 
-def _hold(folder: str, exclusive: bool, log: Any, name: str, seconds: float) -> None:
+def _hold(folder: str, exclusive: bool, log: Any, name: str, seconds: float, release: Any = None) -> None:
     lock = ClusterLock(Path(folder))
     lock.acquire(exclusive)
     log.put((name, "in", time.monotonic()))
-    time.sleep(seconds)
+    if release is not None:
+        release.wait(60)
+    else:
+        time.sleep(seconds)
     log.put((name, "out", time.monotonic()))
     lock.close()
 
@@ -134,16 +137,20 @@ def _hold(folder: str, exclusive: bool, log: Any, name: str, seconds: float) -> 
 def test_a_cluster_wide_case_runs_alone_and_shared_ones_side_by_side(tmp_path: Path) -> None:
     ctx = multiprocessing.get_context("spawn")
     log = ctx.Queue()
-    procs = [ctx.Process(target=_hold, args=(str(tmp_path), False, log, "a", 1.5)),
-             ctx.Process(target=_hold, args=(str(tmp_path), False, log, "b", 1.5))]
+    release = ctx.Event()
+    procs = [ctx.Process(target=_hold, args=(str(tmp_path), False, log, n, 0, release)) for n in ("a", "b")]
     for p in procs:
         p.start()
-    time.sleep(0.5)  # both shared holders are in (or about to be)
-    wide = ctx.Process(target=_hold, args=(str(tmp_path), True, log, "w", 0.5))
+    # both shared holders get in together (neither lets go before the other is in), however
+    # slowly a loaded machine starts them
+    first = [log.get(timeout=60) for _ in range(2)]
+    assert sorted((n, what) for n, what, _ in first) == [("a", "in"), ("b", "in")]
+    wide = ctx.Process(target=_hold, args=(str(tmp_path), True, log, "w", 0.2))
     wide.start()
+    time.sleep(0.5)  # the cluster-wide holder waits (or has not asked yet)
+    release.set()
     for p in [*procs, wide]:
-        p.join(30)
-    events = sorted((log.get(timeout=5) for _ in range(6)), key=lambda e: e[2])
+        p.join(60)
+    events = first + [log.get(timeout=30) for _ in range(4)]
     at = {(n, what): t for n, what, t in events}
-    assert at[("a", "in")] < at[("b", "out")] and at[("b", "in")] < at[("a", "out")]  # side by side
     assert at[("w", "in")] >= max(at[("a", "out")], at[("b", "out")])  # alone

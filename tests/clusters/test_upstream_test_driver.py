@@ -23,8 +23,9 @@ DRIVER = "test-driver.cdi.k8s.io"
 def test_command_template_renders_and_names_unknown_placeholders():
     spec = load_vendor_profile(PROFILE).under_test.plugin
     argv = render(spec.command, {"node": "n1", "kubeconfig": "/k", "registryDir": "/r", "pluginsDir": "/p",
-                                 "cdiDir": "/c", "drakitBin": "/b"})
+                                 "cdiDir": "/c", "drakitBin": "/b", "metricsPort": "9100"})
     assert argv[0] == "/b/dra-test-driver" and "--node-name" in argv and argv[argv.index("--node-name") + 1] == "n1"
+    assert any(a.endswith("127.0.0.1:9100") for a in argv), argv  # where it publishes its version
     with pytest.raises(KeyError, match="unknown placeholder {nodeName}"):
         render(["--x={nodeName}"], {"node": "n1"})
 

@@ -244,8 +244,9 @@ def cluster_group(case: Case, local: bool) -> str | None:
     """The xdist group of a cluster case under ``-n N`` (None: any worker). With ``--cluster
     local`` each worker has its own cluster, and a case with gates off runs on the worker's
     alternate local cluster: the cases of one gate set stay on one worker, so that alternate
-    starts once, and so do the driver suite's (its driver's own nodes). On a shared cluster the cases spread over the workers (their cluster-scoped
-    names carry the worker's prefix; cluster-wide ones run alone: ``backends.clusterlock``)."""
+    starts once, and so do the driver suite's (its driver's own nodes). On a shared cluster
+    the cases spread over the workers (their cluster-scoped names carry the worker's prefix;
+    cluster-wide ones run alone: ``backends.clusterlock``)."""
     if local and "driver" in case.features:  # the driver's own nodes start once, on one worker
         return "drakit-driver-suite"
     if local and any(v is False for v in case.feature_gates.values()):

@@ -371,13 +371,22 @@ class KubeletNode:
 
     def prepared_claims(self) -> list[str]:
         """``namespace/name`` of each claim the kubelet holds prepared (its DRA checkpoint,
-        ``dra_manager_state``: a claim stays there until the kubelet unprepared it)."""
+        ``dra_manager_state``: a claim stays there until the kubelet unprepared it); a
+        checkpoint that cannot be read counts as empty (see :meth:`checkpoint_claims`)."""
+        return self.checkpoint_claims() or []
+
+    def checkpoint_claims(self) -> list[str] | None:
+        """As :meth:`prepared_claims`, but None when the checkpoint exists and cannot be read
+        (the kubelet writes it whole, by rename: that is not expected)."""
         try:
             outer = json.loads((self.paths.root_dir / "dra_manager_state").read_text())
-            data = json.loads(outer.get("Data") or "{}")
-        except (OSError, ValueError, AttributeError):
+            # pkg/kubelet/cm/dra/state: Checkpoint{Data: JSON of CheckpointData{ClaimInfoStateList}}
+            entries = json.loads(outer.get("Data") or "{}").get("ClaimInfoStateList") or []
+        except FileNotFoundError:
             return []
-        return [f"{e.get('Namespace')}/{e.get('ClaimName')}" for e in data.get("Entries") or [] if isinstance(e, dict)]
+        except (OSError, ValueError, AttributeError):
+            return None
+        return [f"{e.get('Namespace')}/{e.get('ClaimName')}" for e in entries if isinstance(e, dict)]
 
     def clear_driver_files(self, plugin_data: Path) -> None:
         """Empty the node's CDI spec folder and ``plugin_data`` (the fake drivers' files): the

@@ -243,7 +243,7 @@ class ClusterSession:
         real = getattr(self.node_side, "real", None) or {}
         driver_case = "driver" in self.case.features  # its pods run where a kubelet prepares claims
         left = remove_case_objects(self.api, self.namespace, self.created, lambda pod: driver_case or (
-            pod.get("spec") or {}).get("nodeName") in real)
+            pod.get("spec") or {}).get("nodeName") in real, released=getattr(self.node_side, "released", None))
         if left:
             logging.getLogger("drakit.cluster").warning(
                 "case %s: still there %.0f s after deleting them (a NodeUnprepareResources that keeps failing "

@@ -207,16 +207,10 @@ class DriverNodes:
 
     def prepared_claims(self) -> list[str]:
         """Claims the nodes' kubelets (or agents) still hold prepared: the kubelet's DRA checkpoint."""
-        import json
         held = []
         for node in self.nodes.values():
             if node.kubelet is not None:
-                try:
-                    outer = json.loads((node.kubelet.paths.root_dir / "dra_manager_state").read_text())
-                    data = json.loads(outer.get("Data") or "{}")
-                except (OSError, ValueError):
-                    continue
-                held += [f"{node.name}:{e.get('Namespace')}/{e.get('ClaimName')}" for e in data.get("Entries") or []]
+                held += [f"{node.name}:{claim}" for claim in node.kubelet.prepared_claims()]
             elif node.agent is not None:
                 held += [f"{node.name}:{i.namespace}/{i.name}" for i in node.agent.claim_infos().values()]
         return held

@@ -116,6 +116,25 @@ class CaseKubeletNodes:
                 return found
         return None
 
+    def released(self, pod: dict[str, Any]) -> bool:
+        """Whether the kubelet of the real kubelet node ``pod`` ran on is done with the pod's
+        claims: the pod is being deleted, the kubelet reported its terminal phase (after
+        NodeUnprepareResources, in ``SyncTerminatingPod``) and the kubelet's DRA checkpoint holds
+        no claim of the pod's namespace (a pod that completed on its own is terminal before it is
+        unprepared). The claims are then released to the claim controller; the kubelet deletes
+        the pod object itself up to a second later (its pod worker waits for the PLEG's next
+        periodic relist first), which the case need not wait for."""
+        meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+        if not meta.get("deletionTimestamp") or status.get("phase") not in ("Succeeded", "Failed"):
+            return False
+        if spec.get("nodeName") not in self.real:
+            return False
+        node = self.side.cluster.kubelet_node(spec["nodeName"])
+        if node is None or not node.alive():
+            return False
+        held = node.checkpoint_claims()
+        return held is not None and not any(c.split("/", 1)[0] == meta.get("namespace") for c in held)
+
     def restart_kubelet(self, node: str) -> None:
         self.side.restart_kubelet(node)
 

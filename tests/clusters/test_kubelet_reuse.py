@@ -163,3 +163,52 @@ def test_a_case_publishing_slices_of_a_driver_the_kubelet_may_still_wipe_gets_a_
     assert not loaded.errors, loaded.errors
     side.prepare(loaded.cases[0])
     assert side.starts == starts + 1, "a fresh kubelet: no wipe of gpu.nova is pending on it"
+
+
+def test_a_case_ends_once_the_kubelet_unprepared_its_pods(side: KubeletNodeSide) -> None:
+    """The session's cleanup (cleanup.remove_case_objects with the node side's ``released``)
+    returns only after the real kubelet called NodeUnprepareResources for the case's claim and
+    dropped it from its checkpoint, and with the claim gone, whether or not the kubelet has
+    deleted the pod object yet."""
+    from drakit.conformance.backends.cleanup import remove_case_objects
+    from drakit.conformance.backends.kubeapi import KubeApi
+
+    kube = Kube(load_api_client(side.cluster.kubeconfig))
+    api = KubeApi(str(side.cluster.kubeconfig), None, cache_dir=side.cluster.run_dir)
+    case = _case("cleanup", "[{name: node-a, shape: small-1gpu}]", True)
+    ns = "reuse-cleanup"
+    side.prepare(case)
+    slices = []
+    for obj in hardware_objects(case):
+        if obj["kind"] == "ResourceSlice":
+            kube.request("POST", "/apis/resource.k8s.io/v1/resourceslices", obj)
+            slices.append(obj["metadata"]["name"])
+        elif obj["kind"] == "DeviceClass" and not kube.get(f"/apis/resource.k8s.io/v1/deviceclasses/{obj['metadata']['name']}"):
+            kube.request("POST", "/apis/resource.k8s.io/v1/deviceclasses", obj)
+    kube.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    kube.request("POST", f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.acme.example.com"}}]}}})
+    kube.request("POST", f"/api/v1/namespaces/{ns}/pods", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}],
+                 "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
+                                 "resources": {"claims": [{"name": "gpu"}]}}]}})
+    wait_for(f"pod {ns}/p Running",
+             lambda: ((kube.get(f"/api/v1/namespaces/{ns}/pods/p") or {}).get("status") or {}).get("phase") == "Running", 60)
+    kn = side.cluster.kubelet_node("node-a")
+    assert f"{ns}/c" in kn.prepared_claims()
+    nodes = side.open(case, ns)
+    try:
+        left = remove_case_objects(api, ns, [], lambda pod: True, released=nodes.released)
+        assert left == []
+        assert f"{ns}/c" not in kn.prepared_claims()
+        local = side._nodes["node-a"].local
+        assert [c for c in local.plugin_calls() if c["operation"] == "NodeUnprepareResources" and f"{ns}/c" in c["claims"]]
+        assert kube.get(f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims/c") is None
+        pod = kube.get(f"/api/v1/namespaces/{ns}/pods/p")
+        assert pod is None or pod["status"]["phase"] in ("Succeeded", "Failed")
+    finally:
+        nodes.close()
+        for name in slices:
+            kube.request("DELETE", f"/apis/resource.k8s.io/v1/resourceslices/{name}")

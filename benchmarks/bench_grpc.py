@@ -1,22 +1,26 @@
 """NodePrepareResources round trips against the fake kubelet plugin over a Unix socket.
 
 Usage: ``python benchmarks/bench_grpc.py [--calls N] [--callers 1,4,8] [--prepared 0,500,5000]
-[--only noop,serve,sync,thread] [--cdi-on tmpfs|disk]``
+[--only noop,serve,sync,thread] [--cdi-on tmpfs|disk] [--caller auto|go|python]``
 
 The plugin runs as in production, ``drakit driver serve`` in a process of its own (checkpoint
 snapshots fsynced, journal records written: ``serve``; ``sync``: the same with
 ``--sync-journal``, the journal fdatasynced once before each answer, concurrent calls sharing
-one fdatasync). The caller is another process, as the
-kubelet is: sequential calls, then N concurrent callers, each in a process of its own (Python
-callers in one process would queue behind each other's interpreter lock, which the kubelet's
-goroutines do not). Claims have one device each; the plugin's state folder (the checkpoint) is
+one fdatasync). The caller is another process, as the kubelet is. With ``drakit cluster
+build`` done, it is ``dracaller`` (Go, ``clusters/local/dracaller``): the kubelet's own client
+code (``k8s.io/kubelet``'s DRA v1 API on gRPC-Go), one connection, sequential calls, then N
+goroutines calling at once over that connection, as the kubelet's pod workers do; it costs the
+two shared cores little, so the figures are the server's. Without it (or ``--caller python``)
+the caller is Python: sequential calls, then N caller processes (Python callers in one process
+would queue behind each other's interpreter lock). The report names the caller used. Claims
+have one device each; the plugin's state folder (the checkpoint) is
 on disk under the temporary folder, its CDI folder on tmpfs (``/dev/shm``) as ``/var/run/cdi``
 is on a node (``--cdi-on disk`` puts it beside the checkpoint).
 
 Baselines, measured in the same run:
 
-- ``noop``: the same Python gRPC server answering empty responses without any work: what the
-  transport alone costs here; every row prints its ratio to the no-op row of the same callers;
+- ``noop``: the same Python gRPC server (as the plugin builds it) answering each claim with an
+  empty result and doing nothing else: what the transport alone costs here; every row prints its ratio to the no-op row of the same callers;
 - ``thread``: the plugin in a thread of the calling process (no fsync), the configuration this
   script measured before (the caller then competes with the plugin for one interpreter).
 
@@ -39,7 +43,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent import futures
 from pathlib import Path
 from typing import Any
 
@@ -196,13 +199,19 @@ def concurrent_cycles(socket: Path, first: int, args: argparse.Namespace, caller
 def noop_main(args: argparse.Namespace) -> int:
     class Noop(pbg.DRAPluginServicer):  # type: ignore[misc]
         def NodePrepareResources(self, request: Any, context: Any) -> Any:
-            return pb.NodePrepareResourcesResponse()
+            response = pb.NodePrepareResourcesResponse()
+            for claim in request.claims:
+                response.claims[claim.uid].SetInParent()
+            return response
 
         def NodeUnprepareResources(self, request: Any, context: Any) -> Any:
-            return pb.NodeUnprepareResourcesResponse()
+            response = pb.NodeUnprepareResourcesResponse()
+            for claim in request.claims:
+                response.claims[claim.uid].SetInParent()
+            return response
 
-    from drakit.fake_driver.plugin.server import PluginServer
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=PluginServer.DEFAULT_WORKERS))
+    from drakit.fake_driver.plugin.server import PluginServer, grpc_server
+    server = grpc_server(PluginServer.DEFAULT_WORKERS)
     pbg.add_DRAPluginServicer_to_server(Noop(), server)
     server.add_insecure_port(f"unix://{args.socket}")
     server.start()
@@ -231,6 +240,35 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def go_caller() -> Path | None:
+    """The built ``dracaller`` (``drakit cluster build``), or None."""
+    from drakit.clusters.local import build
+    binary = next(b for g in build.GROUPS for b in g.binaries if b.name == "dracaller")
+    path = build.bin_dir() / binary.name
+    return path if build.binary_version_ok(path, binary) else None
+
+
+def run_go_client(caller: Path, socket: Path, args: argparse.Namespace, prepared: list[int]) -> dict[str, Any]:
+    """Every row in one ``dracaller`` run: sequential, then goroutines sharing the connection."""
+    cmd = [str(caller), "--socket", str(socket), "--namespace", NAMESPACE, "--prefix", "bench-", "--first", "1",
+           "--calls", str(args.calls), "--warmup", str(args.warmup), "--callers", ",".join(map(str, args.callers)),
+           "--batch", str(BATCH), "--prepared", ",".join(map(str, prepared)), "--probe", str(args.probe),
+           "--server-pid", str(args.server_pid)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    if done.returncode != 0:
+        raise SystemExit(f"dracaller failed: {done.stderr.strip().splitlines()[-1:]}")
+    result: dict[str, Any] = json.loads(done.stdout)
+    if result.get("first_error"):
+        print(f"  first per-claim error: {result['first_error']}")
+    return {k: v for k, v in result.items() if k not in ("caller", "first_error")}
+
+
+def go_claims_needed(args: argparse.Namespace) -> int:
+    """Claims a ``dracaller`` run numbers (from 1): warm-up, every row, the prepared levels."""
+    rows = args.calls * len([c for c in args.callers if c >= 1])
+    return 1 + args.warmup + rows + max(1, args.calls // BATCH) * BATCH + max(args.prepared, default=0) + args.probe
 
 
 def run_client(socket: Path, args: argparse.Namespace, prepared: list[int]) -> dict[str, Any]:
@@ -268,6 +306,16 @@ def figures(entry: dict[str, Any]) -> tuple[float, float, float]:
     return us[len(us) // 2], us[min(len(us) - 1, int(len(us) * 0.99))], len(us) / entry["wall"]
 
 
+def row_order(item: tuple[str, Any]) -> tuple[int, int, str]:
+    """Sequential cycles, then by concurrent callers, then the batched row, then the new-claim levels."""
+    key = item[0]
+    if key.startswith("cycle"):
+        return 0, int(key.partition(" x")[2] or 1), key
+    if key.startswith("new claim @"):
+        return 2, int(key.rpartition("@")[2]), key
+    return 1, 0, key
+
+
 def uptime() -> str:
     try:
         return "load average " + " ".join(Path("/proc/loadavg").read_text().split()[:3])
@@ -279,9 +327,18 @@ def parent_main(args: argparse.Namespace) -> int:
     per_run = args.warmup + args.calls + (max(1, args.calls // BATCH) + 1) * BATCH + 2
     most = max(args.prepared, default=0) + args.probe
     concurrent = sum(args.calls + c * 50 for c in args.callers if c > 1)  # their warm-up claims too
-    claims = claims_for(per_run + most + 1 + concurrent)
+    caller = go_caller() if args.caller != "python" else None
+    if args.caller == "go" and caller is None:
+        raise SystemExit("--caller go: dracaller is not built; run 'drakit cluster build'")
+    claims = claims_for(max(per_run + most + 1 + concurrent, go_claims_needed(args)))
     print(f"NodePrepareResources over a Unix socket, one claim of one device per call, {args.calls} cycles a row; "
           f"{os.cpu_count()} CPUs, {uptime()}")
+    if caller is not None:
+        print(f"caller: {caller} (Go: k8s.io/kubelet's DRA v1 client, one gRPC connection; concurrent rows are "
+              "goroutines sharing it, as the kubelet's pod workers do)")
+    else:
+        print("caller: Python (grpcio), concurrent rows one process per caller"
+              + ("" if args.caller == "python" else "; dracaller is not built ('drakit cluster build' builds it)"))
     root = Path(tempfile.mkdtemp(prefix="dkb", dir="/tmp"))
     shm = Path("/dev/shm")
     cdi_root = Path(tempfile.mkdtemp(prefix="dkb", dir=shm)) if args.cdi_on == "tmpfs" and shm.is_dir() else root
@@ -311,17 +368,21 @@ def parent_main(args: argparse.Namespace) -> int:
                                 "--claims", str(claims_file), "--no-health", *extra])
             args.server_pid = proc.pid
             try:
-                result = run_client(sock, args, args.prepared if name != "noop" else [])
-                first = per_run + most + 1
-                for callers in (c for c in args.callers if c > 1):
-                    entry = concurrent_cycles(sock, first, args, callers)
-                    result["errors"] += entry.pop("errors")
-                    result[f"cycle x{callers}"] = entry
+                levels = args.prepared if name != "noop" else []
+                if caller is not None:
+                    result = run_go_client(caller, sock, args, levels)
+                else:
+                    result = run_client(sock, args, levels)
+                    first = per_run + most + 1
+                    for callers in (c for c in args.callers if c > 1):
+                        entry = concurrent_cycles(sock, first, args, callers)
+                        result["errors"] += entry.pop("errors")
+                        result[f"cycle x{callers}"] = entry
             finally:
                 stop(proc)
             if result["errors"]:
                 print(f"  {label}: {result['errors']} per-claim errors (figures not trusted)")
-            for key, entry in result.items():
+            for key, entry in sorted(result.items(), key=row_order):
                 if key.startswith("cycle") or key.endswith("a call"):
                     rows.append((label, key, entry))
                 elif key.startswith("new claim"):
@@ -373,6 +434,8 @@ def main() -> int:
     parser.add_argument("--prepared", type=lambda s: [int(x) for x in s.split(",") if x], default=[0, 500, 5000])
     parser.add_argument("--only", type=lambda s: s.split(","), default=["noop", "serve", "sync", "thread"])
     parser.add_argument("--cdi-on", choices=("tmpfs", "disk"), default="tmpfs")
+    parser.add_argument("--caller", choices=("auto", "go", "python"), default="auto",
+                        help="who calls the server: dracaller (Go) when built (auto), or Python processes")
     parser.add_argument("--role", choices=("parent", "client", "worker", "noop"), default="parent",
                         help=argparse.SUPPRESS)
     parser.add_argument("--socket", help=argparse.SUPPRESS)

@@ -10,7 +10,10 @@ Small Go modules live next to this file (their go.mod and go.sum are committed):
 - ``kwokbin``: the kwok controller that simulates nodes (``sigs.k8s.io/kwok/cmd/kwok``);
 - ``testdriverbin``: upstream's e2e DRA test driver (``k8s.io/kubernetes/test/e2e/dra/test-driver``,
   binary ``dra-test-driver``), the driver nobody here wrote that the driver suite and
-  ``drakit node-check`` are proven on (vendor profile ``examples/upstream-test-driver.yaml``).
+  ``drakit node-check`` are proven on (vendor profile ``examples/upstream-test-driver.yaml``);
+- ``dracaller``: drakit's own benchmark caller of a DRA plugin's socket (Go source in the
+  project, on ``k8s.io/kubelet``'s DRA API and gRPC-Go, calling as the kubelet does), used by
+  ``benchmarks/bench_grpc.py``; no cluster needs it.
 
 Binaries go to a versioned cache directory outside the repository (:func:`bin_dir`).  A group
 is rebuilt only when one of its binaries is missing, reports the wrong ``--version``, or was
@@ -148,12 +151,22 @@ GROUPS: tuple[Group, ...] = (
         (Binary("kwok", "sigs.k8s.io/kwok/cmd/kwok", ("--version",), rf"\b(v)?{re.escape(KWOK_VERSION)}\b"),),
         _plain_ldflags,
     ),
+    Group(
+        "dracaller",
+        HERE / "dracaller",
+        (Binary("dracaller", ".", ("--version",), r"^drakit-dracaller \d+\.\d+\.\d+$"),),
+        _plain_ldflags,
+    ),
 )
 
 BINARY_NAMES: tuple[str, ...] = tuple(b.name for g in GROUPS for b in g.binaries)
 #: What the real kubelet nodes need on top of the control plane and kwok.
 NODE_BINARIES: tuple[str, ...] = ("kubelet", "fakecri")
-CONTROL_PLANE_BINARIES: tuple[str, ...] = tuple(n for n in BINARY_NAMES if n not in NODE_BINARIES)
+#: Tools built alongside that no cluster runs (the benchmark caller).
+TOOL_BINARIES: tuple[str, ...] = ("dracaller",)
+#: What a cluster with real kubelet nodes needs.
+CLUSTER_BINARIES: tuple[str, ...] = tuple(n for n in BINARY_NAMES if n not in TOOL_BINARIES)
+CONTROL_PLANE_BINARIES: tuple[str, ...] = tuple(n for n in CLUSTER_BINARIES if n not in NODE_BINARIES)
 
 
 def bin_dir() -> Path:

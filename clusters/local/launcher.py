@@ -162,7 +162,7 @@ class LocalCluster(ComponentFlags, KubeletNodes):
     def up(self) -> LocalCluster:
         if self._up:
             return self
-        wanted = buildmod.BINARY_NAMES if self.real_nodes_reason is None else buildmod.CONTROL_PLANE_BINARIES
+        wanted = buildmod.CLUSTER_BINARIES if self.real_nodes_reason is None else buildmod.CONTROL_PLANE_BINARIES
         missing = [n for n in wanted if not self._bin(n).is_file()]
         if missing:
             if self._tmp_run_dir:

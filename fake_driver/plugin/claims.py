@@ -191,43 +191,49 @@ class FileClaimSource:
             return [self.path]
         raise ClaimSourceError(f"{self.path}: no such claims file or folder")
 
+    def _refresh(self) -> list[Path]:
+        """Re-read the files that changed; the files present, in order (call with the lock held)."""
+        try:  # one stat for a claims file (a prepare asks for every claim it prepares)
+            single = self.path.stat()
+        except OSError:
+            single = None
+        if single is not None and not stat.S_ISDIR(single.st_mode):
+            files, known = [self.path], {self.path: single}
+        else:
+            files, known = self._files(), {}
+        for stale in set(self._cache) - set(files):
+            del self._cache[stale]
+            self._generation += 1
+        present = []
+        for file in files:
+            try:
+                st = known.get(file) or file.stat()
+            except FileNotFoundError:
+                continue
+            key = (st.st_mtime_ns, st.st_size)
+            cached = self._cache.get(file)
+            if cached is None or cached[0] != key:
+                self._cache[file] = (key, load_claim_documents(file))
+                self._generation += 1
+            present.append(file)
+        return present
+
     def claims(self) -> list[Claim]:
         """Every claim currently in the files, in file order."""
-        out: list[Claim] = []
         with self._lock:
-            try:  # one stat for a claims file (a prepare asks for every claim it prepares)
-                single = self.path.stat()
-            except OSError:
-                single = None
-            if single is not None and not stat.S_ISDIR(single.st_mode):
-                files, known = [self.path], {self.path: single}
-            else:
-                files, known = self._files(), {}
-            for stale in set(self._cache) - set(files):
-                del self._cache[stale]
-                self._generation += 1
-            for file in files:
-                try:
-                    st = known.get(file) or file.stat()
-                except FileNotFoundError:
-                    continue
-                key = (st.st_mtime_ns, st.st_size)
-                cached = self._cache.get(file)
-                if cached is None or cached[0] != key:
-                    cached = (key, load_claim_documents(file))
-                    self._cache[file] = cached
-                    self._generation += 1
-                out.extend(cached[1])
-        return out
+            return [claim for file in self._refresh() for claim in self._cache[file][1]]
 
     def get_claim(self, namespace: str, name: str) -> Claim | None:
-        claims = self.claims()  # re-reads changed files
+        """A copy of one claim, re-reading changed files first. Its cost does not grow with the
+        claims in the files: the index is rebuilt only when a file changed."""
         with self._lock:
+            files = self._refresh()
             if self._index is None or self._index[0] != self._generation:
                 index: dict[tuple[str, str], Claim] = {}
-                for claim in claims:
-                    meta = claim["metadata"]
-                    index.setdefault((meta.get("namespace", ""), meta["name"]), claim)  # the first wins
+                for file in files:
+                    for claim in self._cache[file][1]:
+                        meta = claim["metadata"]
+                        index.setdefault((meta.get("namespace", ""), meta["name"]), claim)  # the first wins
                 self._index = (self._generation, index)
             claim = self._index[1].get((namespace, name))
         return copy_claim(claim) if claim is not None else None

@@ -140,6 +140,12 @@ def health_servicer(monitor: HealthMonitor, version: str, resend_seconds: float)
 
 # -- the server ---------------------------------------------------------------------------------
 
+def grpc_server(max_workers: int) -> grpc.Server:
+    """The gRPC server both sockets use (and the benchmark's no-op baseline)."""
+    return grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers,
+                                                  thread_name_prefix="drakit-plugin"))
+
+
 class PluginServer:
     """Serves one ``FakeDriver`` on its kubelet sockets."""
 
@@ -183,8 +189,7 @@ class PluginServer:
             log.warning("registration rejected by the kubelet: %s", event.error)
 
     def _new_server(self) -> grpc.Server:
-        return grpc.server(futures.ThreadPoolExecutor(max_workers=self.max_workers,
-                                                      thread_name_prefix="drakit-plugin"))
+        return grpc_server(self.max_workers)
 
     def start(self) -> None:
         if self._dra_server is not None:

@@ -30,6 +30,10 @@ def test_file_source_reads_folders_and_yaml_and_notices_changes(short_tmp):
     (short_tmp / "b.json").write_text(json.dumps([claim("b", "uid-b2")]))
     os.utime(short_tmp / "b.json", ns=(1, 1))
     assert source.get_claim("ns", "b")["metadata"]["uid"] == "uid-b2"
+    assert [c["metadata"]["name"] for c in source.claims()] == ["a", "b"]
+    os.unlink(short_tmp / "b.json")  # a file that goes takes its claims along
+    assert source.get_claim("ns", "b") is None and [c["metadata"]["name"] for c in source.claims()] == ["a"]
+    (short_tmp / "b.json").write_text(json.dumps([claim("b", "uid-b2")]))
     source.write_device_status("ns", "b", "uid-b2", GPU, [{"driver": GPU, "pool": NODE, "device": "gpu0"}])
     assert json.loads((short_tmp / "status" / "ns_b.json").read_text())[0]["device"] == "gpu0"
     (short_tmp / "c.yaml").write_text("kind: [")

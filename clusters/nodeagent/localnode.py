@@ -92,16 +92,17 @@ class LocalNode:
             self.stop()
             raise
 
-    def _start_plugins(self, timeout: float) -> None:
-        plugins, registry, cdi = self._dirs()
+    def _config(self, driver: str, plugins: Path, registry: Path) -> PluginConfig:
+        return PluginConfig(driver=driver, node=self.node, plugin_dir=plugins, registry_dir=registry,
+                            cdi_dir=self._dirs()[2], device_metadata=self.device_metadata,
+                            metadata_versions=self.metadata_versions, durable=False)
+
+    def _start_plugins(self, timeout: float, drivers: Sequence[str] | None = None) -> None:
+        plugins, registry, _cdi = self._dirs()
         publisher = CallbackSlicePublisher(self.publish) if self.publish is not None else None
-        for driver in self.driver_names:
-            config = PluginConfig(driver=driver, node=self.node,
-                                  plugin_dir=plugins, registry_dir=registry, cdi_dir=cdi,
-                                  device_metadata=self.device_metadata,
-                                  metadata_versions=self.metadata_versions, durable=False)
-            plugin = FakePlugin(config, self.inventory, self.claims, publisher=publisher,
-                                skip_node_ops=self.skip_node_ops.get(driver, ()))
+        for driver in self.driver_names if drivers is None else drivers:
+            plugin = FakePlugin(self._config(driver, plugins, registry), self.inventory, self.claims,
+                                publisher=publisher, skip_node_ops=self.skip_node_ops.get(driver, ()))
             plugin.start()
             self.plugins[driver] = plugin
         if not self.with_agent:  # a real kubelet registers the plugins
@@ -148,6 +149,28 @@ class LocalNode:
             while any(self.agent.wait_for_driver(d, 0) for d in self.driver_names) and time.monotonic() < deadline:
                 time.sleep(0.02)
         self._start_plugins(timeout)
+
+    def rehome(self, inventory: NodeInventory, *, device_metadata: bool, dirs: tuple[Path, Path, Path],
+               timeout: float = 10.0) -> list[str]:
+        """The node (of a real kubelet, ``agent=False``) has the hardware ``inventory`` from now
+        on; nothing may be prepared. A plugin of a driver the new hardware keeps serves its new
+        devices on its running sockets (``FakePlugin.rehome``: the kubelet's registration stays,
+        as for a driver whose node's devices changed); one of a driver it lacks stops; one of a
+        driver it adds starts in ``dirs`` (socket folders no plugin used before, so the kubelet
+        registers it in one round) and is waited for as at start. The call history starts anew.
+        Returns the drivers whose plugins stopped."""
+        if self.with_agent:
+            raise RuntimeError("rehome is for the plugins of a real kubelet node (agent=False)")
+        self.inventory, self.driver_names, self.device_metadata = inventory, inventory.drivers, device_metadata
+        self._past_calls = []
+        gone = [d for d in self.plugins if d not in inventory.drivers]
+        for driver in gone:
+            self.plugins.pop(driver).stop(grace=0)
+        for driver, plugin in self.plugins.items():
+            plugin.rehome(self._config(driver, plugin.config.plugin_dir, plugin.config.registry_dir), inventory)
+        self.dirs = dirs
+        self._start_plugins(timeout, [d for d in inventory.drivers if d not in self.plugins])
+        return gone
 
     def restart_agent(self, timeout: float = 10.0) -> None:
         """Stop the node agent (the kubelet's DRA part) and start a new one from its checkpoint."""

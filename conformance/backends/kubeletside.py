@@ -9,9 +9,12 @@ the runtime, whose record a case can read (:meth:`CaseKubeletNodes.containers`).
 
 A kubelet takes about a second to start, so a running kubelet node serves every later case that
 names its node, whatever that case's hardware (:meth:`KubeletNodeSide.prepare`): with other
-hardware, once the kubelet holds no claim prepared, the fake drivers' plugins are stopped, the
-node's CDI folder and driver files emptied and plugins for the new hardware started (the kubelet
-registers them as a driver's DaemonSet pods coming back); before every case its Node gets the
+hardware, once the kubelet holds no claim prepared, the node's CDI folder and driver files are
+emptied, the plugins of the drivers the new hardware keeps serve its devices on their running
+sockets (as a driver whose node's devices changed: no new registration, which costs a round of
+the kubelet's once-a-second plugin reconciler), those of drivers it lacks stop and those of
+drivers it adds start (the kubelet registers them as a driver's DaemonSet pod coming up);
+before every case its Node gets the
 case's labels and loses any other label, taint or cordon a case left (``reset_kubelet_node``).
 Nodes a case does not name are stopped (their Node deleted), so a case sees only its own nodes,
 as with kwok, unless the case runs no pod (then nothing of it can land on them). A kubelet whose
@@ -29,7 +32,6 @@ machine's) keeps the node agent.
 from __future__ import annotations
 
 import logging
-import shutil
 import time
 from typing import Any, Mapping
 
@@ -241,15 +243,16 @@ class KubeletNodeSide:
             log.warning("kubelet node %s still holds %s prepared; starting it afresh", name, ", ".join(held))
             return False
         t0 = time.monotonic()
-        running.local.stop()
-        now = time.monotonic()
-        running.gone.update({d: now for d in running.local.driver_names})
-        if running.generation:  # the old generation's socket folders go with it
-            for folder in (kn.paths.plugins_dir, kn.paths.registry_dir):
-                shutil.rmtree(folder / f"g{running.generation}", ignore_errors=True)
         kn.clear_driver_files(kn.paths.dir / "plugin-data")
         running.generation += 1
-        running.local = self._plugins(kn, inv, metadata, running.generation)
+        sub = f"g{running.generation}"
+        try:
+            gone = running.local.rehome(inv, device_metadata=metadata, timeout=15.0,
+                                        dirs=(kn.paths.plugins_dir / sub, kn.paths.registry_dir / sub, kn.paths.cdi_dir))
+        except RuntimeError as exc:
+            raise HarnessError(str(exc)) from None
+        now = time.monotonic()
+        running.gone.update({d: now for d in gone})
         for d in inv.drivers:
             running.gone.pop(d, None)
         running.key = key

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import shutil
 import threading
 from pathlib import Path
 from typing import Any, Collection
@@ -59,21 +60,52 @@ class FakePlugin:
                  health: bool = True, resend_seconds: float = 10.0,
                  faults_file: Path | None = None, poll_seconds: float = 0.2,
                  server_options: dict[str, Any] | None = None) -> None:
-        pools = {**skip_pools(skip_node_ops, inventory.node_name), **config.pools}
-        if pools != dict(config.pools):
-            config = dataclasses.replace(config, pools=pools)
-        self.config = config
-        self.driver = FakeDriver(config, inventory, claims)
-        self.health = HealthMonitor(inventory, config.driver, self.driver.pools)
-        self.slices = SliceState(inventory, config.driver, publisher, skip_node_ops)
-        self.health.on_change(self.slices.publish)
-        self.driver.lost = lambda: {f.device for f in self.health.faults if f.kind == "lost"}
+        self.claims = claims
+        self.publisher = publisher
+        self.skip_node_ops = tuple(skip_node_ops)
+        self._assemble(config, inventory)
         self.server = PluginServer(self.driver, health=self.health if health else None,
                                    resend_seconds=resend_seconds, **(server_options or {}))
         self.faults_file = faults_file
         self.poll_seconds = poll_seconds
         self._stop = threading.Event()
         self._poller: threading.Thread | None = None
+
+    def _assemble(self, config: PluginConfig, inventory: NodeInventory) -> None:
+        pools = {**skip_pools(self.skip_node_ops, inventory.node_name), **config.pools}
+        if pools != dict(config.pools):
+            config = dataclasses.replace(config, pools=pools)
+        self.config = config
+        self.inventory = inventory
+        self.driver = FakeDriver(config, inventory, self.claims)
+        health = self.health = HealthMonitor(inventory, config.driver, self.driver.pools)
+        self.slices = SliceState(inventory, config.driver, self.publisher, self.skip_node_ops)
+        health.on_change(self.slices.publish)
+        self.driver.lost = lambda: {f.device for f in health.faults if f.kind == "lost"}
+
+    def rehome(self, config: PluginConfig, inventory: NodeInventory) -> None:
+        """Serve this driver's devices of ``inventory`` (the node's hardware changed) with
+        ``config`` (same driver and sockets) on the running sockets, as a driver whose node's
+        devices changed does: its registration with the kubelet stays. The driver starts from
+        nothing (its folder emptied but for the sockets, no faults, slices published anew);
+        nothing may be prepared."""
+        if self.driver.prepared():
+            raise RuntimeError(f"driver {self.config.driver} still has claims prepared")
+        if (config.driver, config.dra_socket, config.registration_socket) != (
+                self.config.driver, self.server.dra_socket, self.server.registration_socket):
+            raise ValueError(f"rehome of {self.config.driver}: another driver or other sockets ({config.driver})")
+        self.driver.close()
+        sockets = {self.server.dra_socket, self.server.registration_socket}
+        for entry in config.data_dir.iterdir() if config.data_dir.is_dir() else ():
+            if entry in sockets or entry.name.startswith(".reg-"):
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+        self._assemble(config, inventory)
+        self.server.swap(self.driver, self.health if self.server.health is not None else None)
+        self.slices.publish(self.health.faults)
 
     @property
     def dra_socket(self) -> Path:

@@ -22,7 +22,7 @@ import threading
 from concurrent import futures
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import grpc
 
@@ -80,13 +80,14 @@ class RegistrationServicer(pluginregistration_v1_pb2_grpc.RegistrationServicer):
         return pluginregistration_v1_pb2.RegistrationStatusResponse()
 
 
-def dra_servicer(driver: FakeDriver, version: str) -> Any:
-    """A servicer object for the DRA service of ``version`` (``v1`` or ``v1beta1``)."""
+def dra_servicer(current: Callable[[], FakeDriver], version: str) -> Any:
+    """A servicer object for the DRA service of ``version`` (``v1`` or ``v1beta1``), serving the
+    driver ``current()`` gives at each call (``PluginServer.swap``)."""
     pb2, pb2_grpc, with_share_id = _DRA[version]
 
     class Servicer(pb2_grpc.DRAPluginServicer):  # type: ignore[name-defined,misc]
         def NodePrepareResources(self, request: Any, context: grpc.ServicerContext) -> Any:
-            outcomes = driver.prepare([ClaimRef(c.namespace, c.uid, c.name) for c in request.claims])
+            outcomes = current().prepare([ClaimRef(c.namespace, c.uid, c.name) for c in request.claims])
             response = pb2.NodePrepareResourcesResponse()
             for uid, outcome in outcomes.items():
                 entry = response.claims[uid]
@@ -102,7 +103,7 @@ def dra_servicer(driver: FakeDriver, version: str) -> Any:
             return response
 
         def NodeUnprepareResources(self, request: Any, context: grpc.ServicerContext) -> Any:
-            errors = driver.unprepare([ClaimRef(c.namespace, c.uid, c.name) for c in request.claims])
+            errors = current().unprepare([ClaimRef(c.namespace, c.uid, c.name) for c in request.claims])
             response = pb2.NodeUnprepareResourcesResponse()
             for uid, error in errors.items():
                 entry = response.claims[uid]
@@ -114,10 +115,12 @@ def dra_servicer(driver: FakeDriver, version: str) -> Any:
     return Servicer()
 
 
-def health_servicer(monitor: HealthMonitor, version: str, resend_seconds: float) -> Any:
+def health_servicer(current: Callable[[], HealthMonitor | None], version: str, resend_seconds: float) -> Any:
+    """The health stream of ``current()``: a monitor swapped in (``PluginServer.swap``, which
+    closes the old one) is followed on the same stream, with its whole device list at once."""
     pb2, pb2_grpc = _HEALTH[version]
 
-    def message(items: Any, now: int) -> Any:
+    def message(monitor: HealthMonitor, items: Any, now: int) -> Any:
         return pb2.NodeWatchResourcesResponse(devices=[
             pb2.DeviceHealth(
                 device=pb2.DeviceIdentifier(pool_name=i.pool, device_name=i.device),
@@ -129,9 +132,9 @@ def health_servicer(monitor: HealthMonitor, version: str, resend_seconds: float)
 
     class Servicer(pb2_grpc.DRAResourceHealthServicer):  # type: ignore[name-defined,misc]
         def NodeWatchResources(self, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
-            while context.is_active() and not monitor.closed:
+            while context.is_active() and (monitor := current()) is not None and not monitor.closed:
                 version, items = monitor.snapshot()
-                yield message(items, monitor.now())
+                yield message(monitor, items, monitor.now())
                 monitor.wait(version, resend_seconds)
 
     Servicer.__name__ = Servicer.__qualname__ = f"DRAResourceHealth_{version}"
@@ -200,11 +203,11 @@ class PluginServer:
 
         dra = self._new_server()
         for version in self.dra_versions:
-            _DRA[version][1].add_DRAPluginServicer_to_server(dra_servicer(self.driver, version), dra)
+            _DRA[version][1].add_DRAPluginServicer_to_server(dra_servicer(lambda: self.driver, version), dra)
         if self.health is not None:
             for version in self.health_versions:
                 _HEALTH[version][1].add_DRAResourceHealthServicer_to_server(
-                    health_servicer(self.health, version, self.resend_seconds), dra)
+                    health_servicer(lambda: self.health, version, self.resend_seconds), dra)
         remove_stale_socket(self.dra_socket)
         dra.add_insecure_port(f"unix://{self.dra_socket}")
         os.chmod(self.dra_socket, SOCKET_MODE)
@@ -227,6 +230,17 @@ class PluginServer:
         self._reg_server = reg
         log.info("serving %s: DRA %s, registration %s (%s)", self.driver.driver, self.dra_socket,
                  self.registration_socket, ", ".join(self.supported_versions))
+
+    def swap(self, driver: FakeDriver, health: HealthMonitor | None) -> None:
+        """Serve ``driver`` (same driver name and sockets) and ``health`` from now on, on the
+        running sockets: the kubelet's registration stays. The old health monitor is closed,
+        which moves its streams to the new one."""
+        if driver.config.dra_socket != self.driver.config.dra_socket or driver.driver != self.driver.driver:
+            raise ValueError(f"swap to {driver.driver} at {driver.config.dra_socket}: not this server's driver and socket")
+        old = self.health
+        self.driver, self.health = driver, health
+        if old is not None and old is not health:
+            old.close()
 
     def stop(self, grace: float | None = 1.0) -> None:
         """Deregister (remove the registration socket), end streams, stop both servers."""

@@ -79,13 +79,15 @@ class LocalNode:
         assert self.root is not None
         return self.dirs or (self.root / "plugins", self.root / "registry", self.root / "cdi")
 
-    def start(self, timeout: float = 5.0) -> None:
+    def start(self, timeout: float = 5.0, *, wait: bool = True) -> None:
+        """Start the plugins (and the agent); with ``wait`` (or an agent) return once they are
+        registered, else see :meth:`wait_registered`."""
         if self.root is None:
             self.root = Path(tempfile.mkdtemp(prefix="drakit-"))
             from drakit.clusters.leftovers import claim
             claim(self.root)  # a killed run's folder is found and removed by the next run
         try:
-            self._start_plugins(timeout)
+            self._start_plugins(timeout, wait=wait)
             if self.with_agent:
                 self._start_agent(timeout)
         except BaseException:
@@ -97,7 +99,7 @@ class LocalNode:
                             cdi_dir=self._dirs()[2], device_metadata=self.device_metadata,
                             metadata_versions=self.metadata_versions, durable=False)
 
-    def _start_plugins(self, timeout: float, drivers: Sequence[str] | None = None) -> None:
+    def _start_plugins(self, timeout: float, drivers: Sequence[str] | None = None, *, wait: bool = True) -> None:
         plugins, registry, _cdi = self._dirs()
         publisher = CallbackSlicePublisher(self.publish) if self.publish is not None else None
         for driver in self.driver_names if drivers is None else drivers:
@@ -106,12 +108,20 @@ class LocalNode:
             plugin.start()
             self.plugins[driver] = plugin
         if not self.with_agent:  # a real kubelet registers the plugins
-            for driver, plugin in self.plugins.items():
-                if not plugin.server.registered.wait(timeout):
-                    raise RuntimeError(f"driver {driver} was not registered by the kubelet of node {self.node} "
-                                       f"within {timeout} s")
+            if wait:
+                self.wait_registered(timeout)
         elif self.agent is not None:
             self._wait_registered(timeout)
+
+    def wait_registered(self, timeout: float) -> None:
+        """Until a real kubelet (``agent=False``) has registered every plugin; RuntimeError after
+        ``timeout`` seconds."""
+        import time
+        deadline = time.monotonic() + timeout
+        for driver, plugin in self.plugins.items():
+            if not plugin.server.registered.wait(max(0.0, deadline - time.monotonic())):
+                raise RuntimeError(f"driver {driver} was not registered by the kubelet of node {self.node} "
+                                   f"within {timeout} s")
 
     def _start_agent(self, timeout: float) -> None:
         assert self.root is not None
@@ -151,13 +161,14 @@ class LocalNode:
         self._start_plugins(timeout)
 
     def rehome(self, inventory: NodeInventory, *, device_metadata: bool, dirs: tuple[Path, Path, Path],
-               timeout: float = 10.0) -> list[str]:
+               timeout: float = 10.0, wait: bool = True) -> list[str]:
         """The node (of a real kubelet, ``agent=False``) has the hardware ``inventory`` from now
         on; nothing may be prepared. A plugin of a driver the new hardware keeps serves its new
         devices on its running sockets (``FakePlugin.rehome``: the kubelet's registration stays,
         as for a driver whose node's devices changed); one of a driver it lacks stops; one of a
         driver it adds starts in ``dirs`` (socket folders no plugin used before, so the kubelet
-        registers it in one round) and is waited for as at start. The call history starts anew.
+        registers it in one round) and, with ``wait``, is waited for as at start (else see
+        :meth:`wait_registered`). The call history starts anew.
         Returns the drivers whose plugins stopped."""
         if self.with_agent:
             raise RuntimeError("rehome is for the plugins of a real kubelet node (agent=False)")
@@ -169,7 +180,7 @@ class LocalNode:
         for driver, plugin in self.plugins.items():
             plugin.rehome(self._config(driver, plugin.config.plugin_dir, plugin.config.registry_dir), inventory)
         self.dirs = dirs
-        self._start_plugins(timeout, [d for d in inventory.drivers if d not in self.plugins])
+        self._start_plugins(timeout, [d for d in inventory.drivers if d not in self.plugins], wait=wait)
         return gone
 
     def restart_agent(self, timeout: float = 10.0) -> None:

@@ -46,7 +46,7 @@ def remove_case_objects(api: Any, namespace: str, created: list[tuple[str, str, 
                    for o in api.list(kind, namespace) if not (kind == "Pod" and released is not None and released(o))]:
         if time.monotonic() >= deadline:
             break
-        time.sleep(0.25)
+        time.sleep(0.1)
     api.delete("Namespace", namespace, None)
     for kind, name, ns in reversed(created):
         if ns is None:

@@ -226,7 +226,7 @@ class KubeletNodeSide:
                           device_metadata=metadata, agent=False, root=kn.paths.dir / "plugin-data",
                           dirs=(kn.paths.plugins_dir / sub, kn.paths.registry_dir / sub, kn.paths.cdi_dir))
         try:
-            local.start(timeout=15.0)
+            local.start(timeout=15.0, wait=False)  # open() waits for the registration
         except RuntimeError as exc:
             raise HarnessError(str(exc)) from None
         return local
@@ -247,7 +247,7 @@ class KubeletNodeSide:
         running.generation += 1
         sub = f"g{running.generation}"
         try:
-            gone = running.local.rehome(inv, device_metadata=metadata, timeout=15.0,
+            gone = running.local.rehome(inv, device_metadata=metadata, timeout=15.0, wait=False,
                                         dirs=(kn.paths.plugins_dir / sub, kn.paths.registry_dir / sub, kn.paths.cdi_dir))
         except RuntimeError as exc:
             raise HarnessError(str(exc)) from None
@@ -294,8 +294,15 @@ class KubeletNodeSide:
         running.local.restart_plugins(timeout=15.0)
 
     def open(self, case: Case, namespace: str) -> CaseKubeletNodes:
+        """The case's node side, once the kubelets registered the plugins :meth:`prepare`
+        started (the wait overlaps the publishing of the case's hardware)."""
         names = real_node_names(case)
         real = {n: self._nodes[n].local for n in names if n in self._nodes}
+        for local in real.values():
+            try:
+                local.wait_registered(15.0)
+            except RuntimeError as exc:
+                raise HarnessError(str(exc)) from None
         rest = [n for n in case.nodes if n.name not in names]
         kwok = self.kwok.open(case, namespace, skip=names) if rest else None
         return CaseKubeletNodes(self, real, kwok)

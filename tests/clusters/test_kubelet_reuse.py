@@ -67,6 +67,7 @@ def _run_case(side: KubeletNodeSide, case, ns: str, device_class: str) -> dict:
             continue
         kube.request("POST", path, obj)
         created.append(f"{path}/{obj['metadata']['name']}")
+    side.open(case, ns)  # the plugins registered, as the backend's open() waits for
     kube.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     kube.request("POST", f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims", {
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c"},
@@ -185,6 +186,7 @@ def test_a_case_ends_once_the_kubelet_unprepared_its_pods(side: KubeletNodeSide)
             slices.append(obj["metadata"]["name"])
         elif obj["kind"] == "DeviceClass" and not kube.get(f"/apis/resource.k8s.io/v1/deviceclasses/{obj['metadata']['name']}"):
             kube.request("POST", "/apis/resource.k8s.io/v1/deviceclasses", obj)
+    nodes = side.open(case, ns)
     kube.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     kube.request("POST", f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims", {
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c"},
@@ -198,7 +200,6 @@ def test_a_case_ends_once_the_kubelet_unprepared_its_pods(side: KubeletNodeSide)
              lambda: ((kube.get(f"/api/v1/namespaces/{ns}/pods/p") or {}).get("status") or {}).get("phase") == "Running", 60)
     kn = side.cluster.kubelet_node("node-a")
     assert f"{ns}/c" in kn.prepared_claims()
-    nodes = side.open(case, ns)
     try:
         left = remove_case_objects(api, ns, [], lambda pod: True, released=nodes.released)
         assert left == []

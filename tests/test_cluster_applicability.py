@@ -8,7 +8,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from drakit.conformance.backends.nodeside import node_side_unmet, shared_driver_unmet
+from drakit.conformance.backends.nodeside import node_side_unmet, shared_driver_unmet, silent_runtime_unmet
 from drakit.conformance.spec.case import Step
 
 GPU = "gpu.acme.example.com"
@@ -48,6 +48,30 @@ def test_device_metadata_needs_a_node_side_drakit_runs() -> None:
     assert node_side_unmet(case, SimpleNamespace(node_side=object()), Api([], [])) is None
     plain = _case(Step(index=0, name="s", line=3, kind="expect", assertions=((3, "podRunning", {"pod": "p"}),)))
     assert node_side_unmet(plain, SimpleNamespace(node_side=None), Api([], [])) is None
+
+
+def _node(name: str, runtime: str, ready: bool = True) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "status": {"nodeInfo": {"containerRuntimeVersion": runtime},
+                                                   "conditions": [{"type": "Ready", "status": str(ready)}]}}
+
+
+def test_what_a_container_printed_needs_a_runtime_that_runs_it() -> None:
+    env = _case(Step(index=0, name="s", line=3, kind="expect",
+                     assertions=((3, "containerEnv", {"pod": "p", "container": "main", "claim": "c"}),)))
+    fake = Api([_node("node-1", "drakit-fakecri://0.1.0")], [CLUSTER_SLICE])
+    unmet = silent_runtime_unmet(env, fake, GPU)
+    assert unmet is not None and unmet[0] == "no-node-side"
+    assert "node(s) serving gpu.acme.example.com (node-1) run drakit-fakecri" in unmet[1]
+    # a real runtime prints: the case runs and its check reads the pod's log
+    assert silent_runtime_unmet(env, Api([_node("node-1", "containerd://2.1.4")], [CLUSTER_SLICE]), GPU) is None
+    mixed = Api([_node("node-1", "drakit-fakecri://0.1.0"), _node("node-2", "cri-o://1.37.0")],
+                [CLUSTER_SLICE, {"spec": {"driver": GPU, "nodeName": "node-2"}}])
+    assert silent_runtime_unmet(env, mixed, GPU) is None
+    # only the Ready nodes that serve the driver count; none: the case runs and says what it sees
+    assert silent_runtime_unmet(env, Api([_node("node-1", "drakit-fakecri://0.1.0", ready=False)], [CLUSTER_SLICE]), GPU) is None
+    assert silent_runtime_unmet(env, fake, "nic.swift.example.com") is None
+    plain = _case(Step(index=0, name="s", line=3, kind="expect", assertions=((3, "podRunning", {"pod": "p"}),)))
+    assert silent_runtime_unmet(plain, fake, GPU) is None
 
 
 def test_counting_every_pool_of_a_driver_needs_the_pools_to_be_the_case_s_own() -> None:

@@ -24,6 +24,7 @@ from typing import Any
 from ..spec.case import Case
 from ..spec.inventory import Unbound, bind, published_devices
 from .base import HarnessError
+from .nodeside import silent_runtime_unmet
 
 LOCAL_ONLY = {"registration": "registration is seen on the nodes drakit runs (--cluster local)",
               "plugin-restart": "drakit restarts plugins only on the nodes it runs (--cluster local)",
@@ -67,6 +68,10 @@ class DriverSide:
                                       f"driverUnderTest.optional for {self.dut.driver}")
         if case.behaviour in LOCAL_ONLY and self.local is None:
             return ("backend", LOCAL_ONLY[case.behaviour])
+        if self.local is None:
+            silent = silent_runtime_unmet(case, self.api, self.dut.driver)
+            if silent is not None:
+                return silent
         self._ensure_nodes()
         if self.start_error is not None:
             raise HarnessError(f"the driver's nodes cannot start: {self.start_error}")

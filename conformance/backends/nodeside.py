@@ -54,6 +54,37 @@ def nodes_serving(api: Any, drivers: list[str]) -> int:
         return 0
 
 
+#: Container runtimes that run no process: a container's output (what the driver suite's pods
+#: print of their environment) never exists on their nodes. drakit's fake CRI is one; a cluster
+#: drakit started, reached through its kubeconfig, has it.
+SILENT_RUNTIMES = ("drakit-fakecri",)
+
+
+def silent_runtime_unmet(case: Case, api: Any, driver: str) -> tuple[str, str] | None:
+    """``no-node-side`` for a case that reads what a container printed (``containerEnv`` through
+    the pod's log) when every Ready node publishing slices of *driver* runs a container runtime
+    that runs no process (:data:`SILENT_RUNTIMES`): the log stays empty whatever the driver did."""
+    if not any(name == "containerEnv" for step in case.steps for _line, name, _body in step.assertions):
+        return None
+    try:
+        nodes = {n["metadata"]["name"]: str(((n.get("status") or {}).get("nodeInfo") or {})
+                                            .get("containerRuntimeVersion") or "")
+                 for n in api.list("Node", None)
+                 if any(c.get("type") == "Ready" and c.get("status") == "True"
+                        for c in (n.get("status") or {}).get("conditions") or [])}
+        serving = sorted({str((sl.get("spec") or {}).get("nodeName")) for sl in api.list("ResourceSlice", None)
+                          if (sl.get("spec") or {}).get("driver") == driver} & set(nodes))
+    except Exception:  # noqa: BLE001 - cannot tell: let the case run and say what it sees
+        return None
+    runtimes = sorted({nodes[n].partition("://")[0] for n in serving})
+    if not serving or any(r not in SILENT_RUNTIMES for r in runtimes):
+        return None
+    return ("no-node-side", f"the case reads what a container printed, and the {len(serving)} node(s) serving {driver} "
+                            f"({', '.join(serving[:3])}{', ...' if len(serving) > 3 else ''}) run {', '.join(runtimes)}, "
+                            f"a container runtime that runs no process: what a container got is read from drakit's "
+                            f"record on the nodes it runs itself (--cluster local)")
+
+
 def shared_driver_unmet(case: Case, api: Any, run_label: str) -> tuple[str, str] | None:
     """``not-applicable`` for a case that counts every pool of a driver (a
     ResourcePoolStatusRequest without a pool name) on a cluster where that driver has pools the

@@ -118,20 +118,23 @@ def spawn(
             preexec_fn=preexec,
         )
     if die_with_parent and preexec is None:
-        _wait_for_exec(proc, argv[0])
+        _wait_for_exec(proc, command[0])
     ticks = start_ticks(proc.pid) or 0
     return proc, ProcInfo(name, proc.pid, ticks, argv[0], str(log))
 
 
-def _wait_for_exec(proc: subprocess.Popen[bytes], program: str, timeout: float = 5.0) -> None:
-    """Return once ``setpriv`` has set the death signal and exec'd *program* (its command line is
-    then *program*'s). Popen returns as soon as setpriv itself runs; a parent killed in that
-    moment would leave a child with no death signal set (seen on a loaded machine)."""
-    want = program.encode()
+def _wait_for_exec(proc: subprocess.Popen[bytes], wrapper: str, timeout: float = 5.0) -> None:
+    """Return once ``setpriv`` (``wrapper``) has set the death signal and exec'd the program
+    (the command line is then no longer setpriv's; Popen returns only after setpriv itself was
+    exec'd). A parent killed before that moment would leave a child with no death signal set
+    (seen on a loaded machine). The program may exec another at once (``unshare`` runs the
+    kubelet's shell, which execs the kubelet): waiting for the program's own name then missed
+    that moment now and then and always took the whole ``timeout``."""
+    wrapped = wrapper.encode()
     deadline = time.monotonic() + timeout
     while proc.poll() is None and time.monotonic() < deadline:
         try:
-            if Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0", 1)[0] == want:
+            if Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0", 1)[0] != wrapped:
                 return
         except OSError:
             return

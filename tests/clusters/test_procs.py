@@ -208,3 +208,16 @@ def test_a_kubelet_without_inotify_instances_is_told_apart(tmp_path):
     assert _inotify_starved(log)
     log.write_text('E1201 22:55:59.554417   24004 server.go:1] "listen tcp 127.0.0.1:10250: bind: address already in use"\n')
     assert not _inotify_starved(log) and not _inotify_starved(tmp_path / "missing.log")
+
+
+def test_die_with_parent_does_not_wait_when_the_program_execs_another_at_once(tmp_path):
+    """spawn waits until setpriv has exec'd the program; a program that execs another at once
+    (the kubelet's ``unshare`` -> shell -> kubelet) must not make it wait for its timeout."""
+    t0 = time.monotonic()
+    popen, info = procs.spawn("chain", ["sh", "-c", "exec sleep 300"], tmp_path / "chain.log", die_with_parent=True)
+    took = time.monotonic() - t0
+    try:
+        assert took < 2.5, f"spawn took {took:.1f} s"
+        assert procs.info_alive(info)  # the death signal itself: the test above
+    finally:
+        procs.stop([info], timeout=5, popen={popen.pid: popen})

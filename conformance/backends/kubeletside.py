@@ -206,14 +206,31 @@ class KubeletNodeSide:
                     raise HarnessError(f"the real kubelet node {spec.name} cannot be reset: {exc}") from None
                 continue
             self._drop(spec.name)
-            try:
-                kn = self.cluster.add_kubelet_node(spec.name, labels)
-            except Exception as exc:  # ClusterError: one line with the kubelet's log tail
-                raise HarnessError(f"the real kubelet node {spec.name} cannot start: {exc}") from None
+            self._nodes[spec.name] = _Running(key, self._start(spec.name, labels, inv, metadata))
             self.starts += 1
-            self._nodes[spec.name] = _Running(key, self._plugins(kn, inv, metadata))
             self.used.add(spec.name)
         return names
+
+    def _start(self, name: str, labels: dict[str, str], inv: Any, metadata: bool) -> LocalNode:
+        """A new kubelet node with the plugins of ``inv``. The plugins start as soon as the
+        kubelet's process does (its plugin watcher finds their sockets when it starts), so their
+        registration overlaps the kubelet's start; if that start fails, the node is started
+        again as ``add_kubelet_node`` retries it, and the plugins after it."""
+        try:
+            kn = self.cluster.add_kubelet_node(name, labels, wait=False)
+            local = self._plugins(kn, inv, metadata)
+            try:
+                self.cluster.wait_kubelet_nodes([name])
+                return local
+            except Exception:  # noqa: BLE001 - started again below, with add_kubelet_node's retries
+                local.stop()
+                self.cluster.remove_kubelet_node(name)
+            kn = self.cluster.add_kubelet_node(name, labels)
+        except HarnessError:
+            raise
+        except Exception as exc:  # ClusterError: one line with the kubelet's log tail
+            raise HarnessError(f"the real kubelet node {name} cannot start: {exc}") from None
+        return self._plugins(kn, inv, metadata)
 
     def _plugins(self, kn: Any, inv: Any, metadata: bool, generation: int = 0) -> LocalNode:
         """The fake drivers' plugins of ``inv`` on the kubelet node ``kn``, started and registered.

@@ -244,3 +244,28 @@ def test_cluster_up_lists_ready_v1_37_2_kubelet_nodes_with_slices_and_down_leave
     assert _leftovers(run_dir, state, sysctls) == []
     parent.rmdir()
 
+
+
+def test_the_driver_suite_through_the_kubeconfig_alone_passes_and_says_what_it_cannot_see(kubelet_cluster, tmp_path):
+    """A CI job with only the kubeconfig of a correct cluster (drakit's own here, whose runtime runs
+    no process): no case of the driver suite fails; the cases that read what a container printed
+    are skipped as no-node-side naming the runtime, never failed on the empty log. The node's one
+    GPU cannot hold driver/several-pods' three devices: that skip (inventory) alone makes the
+    verdict incomplete (as `drakit cluster up`'s eight GPUs do not: PASS)."""
+    out = tmp_path / "out"
+    suite = Path(__file__).resolve().parents[2] / "conformance" / "suites" / "driver"
+    res = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "run", str(suite), "--backend", "cluster",
+                          "--kubeconfig", str(kubelet_cluster.kubeconfig), "--out", str(out), "--plain"],
+                         capture_output=True, text=True, timeout=900)
+    results = json.loads((out / "results.json").read_text())
+    cases = {c["id"]: c for c in results["cases"]}
+    bad = {cid: c["status"] for cid, c in cases.items() if c["status"] not in ("passed", "skipped")}
+    assert not bad, (bad, res.stdout[-3000:] + res.stderr[-2000:])
+    reasons = results["verdict"]["reasons"]
+    assert results["verdict"]["result"] == "incomplete" and [r["code"] for r in reasons] == ["required-skipped"], reasons
+    assert [c["id"] for c in reasons[0]["cases"]] == ["driver/several-pods"], reasons
+    assert cases["driver/several-pods"]["skip"]["category"] == "inventory"
+    env = cases["driver/pod-env"]
+    assert env["status"] == "skipped" and env["skip"]["category"] == "no-node-side", env
+    assert "drakit-fakecri" in env["skip"]["message"] and "node-1" in env["skip"]["message"]
+    assert cases["driver/prepare"]["status"] == "passed", cases["driver/prepare"]

@@ -171,6 +171,15 @@ def _check_run_options(args: argparse.Namespace) -> str | None:
         parse_gates(args.feature_gates)
     except ValueError as exc:
         return f"--feature-gates: {exc}"
+    cluster_only = [flag for flag, given in (("--kubeconfig", args.kubeconfig), ("--context", args.context),
+                                             ("--cluster", args.cluster), ("--install-driver", args.install_driver))
+                    if given]
+    if cluster_only and "cluster" not in backends:
+        verb = "applies" if len(cluster_only) == 1 else "apply"
+        return (f"{', '.join(cluster_only)} only {verb} to the cluster backend, and --backend is {args.backend!r}: "
+                f"add --backend cluster (or reference,cluster)")
+    if args.kubeconfig and not Path(args.kubeconfig).is_file():
+        return f"--kubeconfig {args.kubeconfig}: no such file"
     return None
 
 

@@ -325,6 +325,12 @@ COMMANDS: tuple[Command, ...] = (
     Command("kubeconfig-unknown-context", {"kubeconfig": KUBECONFIG_OK}, KUBECONFIG_RUN + ("--context", "nope"), r"nope", 2),
     Command("kubeconfig-unreachable", {"kubeconfig": KUBECONFIG_OK}, KUBECONFIG_RUN,
             r"drakit: cluster backend: cannot reach the API server of context 'x' \(kubeconfig {d}/kubeconfig\)", 2),
+    Command("kubeconfig-without-cluster-backend", {"kubeconfig": KUBECONFIG_OK},
+            ("run", "{valid}", "--out", "{d}/out", "--kubeconfig", "{d}/kubeconfig"),
+            r"drakit run: --kubeconfig only applies to the cluster backend, and --backend is 'reference': "
+            r"add --backend cluster", 2),
+    Command("cluster-local-without-cluster-backend", {}, ("run", "{valid}", "--out", "{d}/out", "--cluster", "local"),
+            r"drakit run: --cluster only applies to the cluster backend", 2),
     # -- checkpoints ----------------------------------------------------------------------------
     Command("checkpoint-garbage", {CP: "garbage", "claims.json": "[]"}, SERVE_CLAIMS,
             r"drakit driver serve: {d}/p/gpu\.acme\.example\.com/checkpoint\.json: unreadable checkpoint: .*; not started: "

@@ -15,6 +15,7 @@ its specs world-readable too.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -63,6 +64,7 @@ def claim_spec_glob(driver: str, claim_uid: str) -> str:
     return f"{cdi_vendor(driver)}-*_{claim_uid}.json"
 
 
+@functools.lru_cache(maxsize=4096)  # a handful of devices, asked for at every prepare
 def _env_key(device_name: str, what: str) -> str:
     return "DRAKIT_" + re.sub(r"[^A-Z0-9]", "_", f"{device_name}_{what}".upper())
 

@@ -1,7 +1,8 @@
 """NodePrepareResources round trips against the fake kubelet plugin over a Unix socket.
 
 Usage: ``python benchmarks/bench_grpc.py [--calls N] [--callers 1,4,8] [--prepared 0,500,5000]
-[--only noop,serve,sync,thread] [--cdi-on tmpfs|disk] [--caller auto|go|python]``
+[--only noop,serve,sync,noop-pinned,serve-pinned,thread] [--pin-cpu N] [--cdi-on tmpfs|disk]
+[--caller auto|go|python]``
 
 The plugin runs as in production, ``drakit driver serve`` in a process of its own (checkpoint
 snapshots fsynced, journal records written: ``serve``; ``sync``: the same with
@@ -23,6 +24,12 @@ Baselines, measured in the same run:
   empty result and doing nothing else: what the transport alone costs here; every row prints its ratio to the no-op row of the same callers;
 - ``thread``: the plugin in a thread of the calling process (no fsync), the configuration this
   script measured before (the caller then competes with the plugin for one interpreter).
+
+Placement: ``noop-pinned`` and ``serve-pinned`` run the same servers under ``taskset -c N`` (the
+last CPU unless ``--pin-cpu``), the caller left to the kernel. A Python gRPC server's threads
+take turns under one interpreter lock, so on a second CPU they gain little and every hand-off
+between them becomes a cross-CPU wake-up (costly in a VM); pinning is a deployment choice
+(``taskset``, a cpuset), not something the plugin does by itself.
 
 Printed per row: p50 / p99 of one prepare+unprepare cycle in microseconds, cycles per second,
 and whether the row meets 1,500 cycles/s with p99 under 5 ms. Then a new claim's prepare
@@ -271,6 +278,17 @@ def go_claims_needed(args: argparse.Namespace) -> int:
     return 1 + args.warmup + rows + max(1, args.calls // BATCH) * BATCH + max(args.prepared, default=0) + args.probe
 
 
+PINNED = ", pinned to one CPU"
+
+
+def pin_prefix(args: argparse.Namespace) -> list[str]:
+    """``taskset -c CPU``: the server's threads on one CPU (the caller is left to the others)."""
+    cpu = args.pin_cpu if args.pin_cpu is not None else (os.cpu_count() or 1) - 1
+    if (os.cpu_count() or 1) < 2 or shutil.which("taskset") is None:
+        return []
+    return ["taskset", "-c", str(cpu)]
+
+
 def run_client(socket: Path, args: argparse.Namespace, prepared: list[int]) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--role", "client", "--socket", str(socket), "--calls", str(args.calls),
            "--server-pid", str(args.server_pid),
@@ -348,27 +366,33 @@ def parent_main(args: argparse.Namespace) -> int:
     try:
         claims_file = root / "claims.json"
         claims_file.write_text(json.dumps(claims))
+        pin = pin_prefix(args)
         servers = {
             "noop": ("no-op gRPC server (transport alone)", [sys.executable, __file__, "--role", "noop",
-                                                            "--socket", str(root / "noop.sock")]),
-            "serve": ("drakit driver serve", []),
-            "sync": ("drakit driver serve --sync-journal", ["--sync-journal"]),
+                                                            "--socket", str(root / "noop.sock")], []),
+            "serve": ("drakit driver serve", [], []),
+            "sync": ("drakit driver serve --sync-journal", ["--sync-journal"], []),
+            "noop-pinned": (f"no-op gRPC server{PINNED}", [sys.executable, __file__, "--role", "noop",
+                                                          "--socket", str(root / "noop.sock")], pin),
+            "serve-pinned": (f"drakit driver serve{PINNED}", [], pin),
         }
-        for name, (label, extra) in servers.items():
-            if name not in args.only:
+        if not pin:
+            print("no pinned rows: one CPU, or no taskset (util-linux)")
+        for name, (label, extra, prefix) in servers.items():
+            if name not in args.only or (name.endswith("-pinned") and not pin):
                 continue
             run_root = root / name
-            if name == "noop":
-                proc, sock = started(extra), root / "noop.sock"
+            if name.startswith("noop"):
+                proc, sock = started(prefix + extra), root / "noop.sock"
             else:
                 sock = run_root / "plugins" / DRIVER / "dra.sock"
-                proc = started([sys.executable, "-m", "drakit.fake_driver.cli", "driver", "serve", "--driver", DRIVER,
-                                "--node", NODE, "--plugin-dir", str(run_root / "plugins"),
+                proc = started([*prefix, sys.executable, "-m", "drakit.fake_driver.cli", "driver", "serve",
+                                "--driver", DRIVER, "--node", NODE, "--plugin-dir", str(run_root / "plugins"),
                                 "--registry-dir", str(run_root / "registry"), "--cdi-dir", str(cdi_root / name / "cdi"),
                                 "--claims", str(claims_file), "--no-health", *extra])
             args.server_pid = proc.pid
             try:
-                levels = args.prepared if name != "noop" else []
+                levels = args.prepared if not name.startswith("noop") else []
                 if caller is not None:
                     result = run_go_client(caller, sock, args, levels)
                 else:
@@ -400,7 +424,8 @@ def parent_main(args: argparse.Namespace) -> int:
 
 
 def report(rows: list[tuple[str, str, dict[str, Any]]], scales: dict[str, dict[str, Any]]) -> None:
-    noop = {key: figures(entry) for label, key, entry in rows if label.startswith("no-op")}
+    # each row against the no-op row of the same callers and placement (pinned or not)
+    noop = {(label.endswith(PINNED), key): figures(entry) for label, key, entry in rows if label.startswith("no-op")}
     print(f"\n{'server':48} {'callers':>7} {'p50 us':>7} {'p99 us':>7} {'cycles/s':>8} {'vs no-op':>8} "
           f"{'server CPU us/cycle':>19}  target")
     for label, key, entry in rows:
@@ -410,7 +435,7 @@ def report(rows: list[tuple[str, str, dict[str, Any]]], scales: dict[str, dict[s
             print(f"{label:48} {callers:>7} {p50:7.0f} {p99:7.0f} {rate:8.0f} calls/s of {BATCH} claims = "
                   f"{rate * BATCH:,.0f} claims/s prepared and unprepared")
             continue
-        base = noop.get(key)
+        base = noop.get((label.endswith(PINNED), key))
         ratio = f"{rate / base[2]:7.2f}x" if base and not label.startswith("no-op") else f"{'':8}"
         met = "meets" if rate >= TARGET_CYCLES and p99 < TARGET_P99_US else "misses"
         cpu = f"{entry['server_cpu'] / len(entry['samples']) * 1e6:19.0f}" if "server_cpu" in entry else f"{'':19}"
@@ -432,7 +457,10 @@ def main() -> int:
     parser.add_argument("--probe", type=int, default=200, help="new claims timed at each --prepared level")
     parser.add_argument("--callers", type=lambda s: [int(x) for x in s.split(",")], default=[1, 4, 8])
     parser.add_argument("--prepared", type=lambda s: [int(x) for x in s.split(",") if x], default=[0, 500, 5000])
-    parser.add_argument("--only", type=lambda s: s.split(","), default=["noop", "serve", "sync", "thread"])
+    parser.add_argument("--only", type=lambda s: s.split(","),
+                        default=["noop", "serve", "sync", "noop-pinned", "serve-pinned", "thread"])
+    parser.add_argument("--pin-cpu", type=int, default=None,
+                        help="the CPU of the -pinned rows (default: the last one)")
     parser.add_argument("--cdi-on", choices=("tmpfs", "disk"), default="tmpfs")
     parser.add_argument("--caller", choices=("auto", "go", "python"), default="auto",
                         help="who calls the server: dracaller (Go) when built (auto), or Python processes")

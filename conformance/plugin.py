@@ -183,6 +183,19 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         close()
 
 
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """After the process's last case, what a backend's environment can only say at the end (the
+    cluster backend: how many kubelets it started, how many hardware changes running ones
+    took) rides on that item's teardown report, to be merged into the environment sent first."""
+    if nextitem is not None or not isinstance(item, CaseItem):
+        return
+    for name, inst in item.config.stash[_BACKENDS]["instances"].items():
+        update = getattr(inst, "environment_update", None)
+        if update is not None:
+            item.user_properties.append(("drakit-environment-update",
+                                         json.dumps({"backend": name, "environment": update()}, default=str)))
+
+
 def _backend(config: pytest.Config, name: str) -> Any:
     state = config.stash[_BACKENDS]
     inst = state["instances"].get(name)

@@ -134,6 +134,11 @@ class ResultsCollector:
             if key == "drakit-environment":
                 sent = json.loads(str(value))
                 self.backend_env[sent["backend"]] = sent["environment"]
+            elif key == "drakit-environment-update":  # a process's last case: merged, a level deep
+                sent = json.loads(str(value))
+                env = self.backend_env.setdefault(sent["backend"], {})
+                for name, part in sent["environment"].items():
+                    env[name] = {**env[name], **part} if isinstance(part, dict) and isinstance(env.get(name), dict) else part
         data = _drakit_props(report)
         if data is None:
             return

@@ -192,3 +192,56 @@ def test_a_case_a_swallowed_signal_broke_is_not_run_never_failed(pytester: pytes
     reason = next(r for r in results["verdict"]["reasons"] if r["code"] == "interrupted")
     assert reason["signal"] == "SIGTERM"
     assert {c["id"] for c in reason["cases"]} == {"demo/too-many", "demo/three"}
+
+
+UPDATE_CONFTEST = """
+import json
+def pytest_runtest_logreport(report):
+    for key, value in report.user_properties:
+        if key == "drakit-environment-update":
+            with open("updates.jsonl", "a") as fh:
+                fh.write(json.dumps([report.nodeid, report.when, json.loads(value)]) + "\\n")
+"""
+
+
+def test_what_a_backend_knows_only_at_the_end_rides_on_the_last_case(pytester: pytest.Pytester,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A backend's ``environment_update`` (the cluster backend: kubelets started, hardware
+    changes) is sent once, with the process's last case's teardown, after every case ran."""
+    from drakit.conformance.backends.reference import ReferenceBackend
+
+    opened: list[str] = []
+    real_open = ReferenceBackend.open
+
+    def counting_open(self, case):  # type: ignore[no-untyped-def]
+        opened.append(case.id)
+        return real_open(self, case)
+
+    monkeypatch.setattr(ReferenceBackend, "open", counting_open)
+    monkeypatch.setattr(ReferenceBackend, "environment_update", lambda self: {"nodeSide": {"opened": len(opened)}},
+                        raising=False)
+    pytester.makeconftest(UPDATE_CONFTEST)
+    pytester.makefile(".case.yaml", good=CASE.format(name="one", count=1) + "---\n" + CASE.format(name="two", count=1))
+    res = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--drakit-out", str(pytester.path / "out"))
+    res.assert_outcomes(passed=2)
+    updates = [json.loads(line) for line in (pytester.path / "updates.jsonl").read_text().splitlines()]
+    assert [(u[0].rsplit("::", 1)[1], u[1], u[2]) for u in updates] == [
+        ("demo/two[reference]", "teardown", {"backend": "reference", "environment": {"nodeSide": {"opened": 2}}})]
+
+
+def test_an_environment_update_is_merged_a_level_deep() -> None:
+    from types import SimpleNamespace
+
+    from drakit.conformance.results import ResultsCollector
+
+    collector = ResultsCollector(SimpleNamespace(), gates={}, backends=["cluster"])  # type: ignore[arg-type]
+
+    def report(key: str, value: dict) -> SimpleNamespace:  # type: ignore[type-arg]
+        return SimpleNamespace(user_properties=[(key, json.dumps(value))], nodeid="x", when="call", duration=0.0)
+
+    collector.pytest_runtest_logreport(report("drakit-environment", {"backend": "cluster", "environment": {
+        "kind": "cluster", "nodeSide": {"realKubelets": "every case node", "kubeletsStarted": 0}}}))
+    collector.pytest_runtest_logreport(report("drakit-environment-update", {"backend": "cluster", "environment": {
+        "nodeSide": {"kubeletsStarted": 3}, "extra": 1}}))
+    assert collector._backend_env("cluster") == {
+        "kind": "cluster", "nodeSide": {"realKubelets": "every case node", "kubeletsStarted": 3}, "extra": 1}

@@ -403,6 +403,10 @@ class ClusterBackend:
             env["nodeSide"] = self._node_side_env()
         return env
 
+    def environment_update(self) -> dict[str, Any]:
+        """What :meth:`environment` can say only once the cases ran (plugin.pytest_runtest_teardown)."""
+        return {"nodeSide": self._node_side_env()} if self.local else {}
+
     def _node_side_env(self) -> dict[str, Any]:
         """Which of the cases' nodes are real kubelets on the local cluster, and what else."""
         cluster = getattr(self.main, "cluster", None)

@@ -434,7 +434,7 @@ class FakeDriver:
     def _unprepare_one(self, ref: ClaimRef) -> None:
         if "unprepare-fails" in self.planted and ref.uid in self.prepared() and ref.uid not in self._failed_once:
             self._failed_once.add(ref.uid)  # the first call fails; the kubelet's retry (10-15 s later) succeeds
-            raise RuntimeError("planted fault unprepare-fails")
+            raise ClaimError("planted fault unprepare-fails")  # a failure on purpose: no crash file
         _check_ref(ref)
         with self._claim_lock(ref.uid):
             with self._state:

@@ -248,8 +248,9 @@ def test_nic_status_is_written_to_the_claim(start_plugin, inventory):
     assert status[1]["networkData"]["hardwareAddress"] == inventory.device("nic0-vf0").mac
 
 
-def test_planted_unprepare_fails_fails_the_first_unprepare_of_a_claim_only(start_plugin, inventory, monkeypatch):
+def test_planted_unprepare_fails_fails_the_first_unprepare_of_a_claim_only(start_plugin, inventory, monkeypatch, tmp_path):
     monkeypatch.setenv("DRAKIT_FAKE_DRIVER_PLANT", "unprepare-fails")
+    monkeypatch.setenv("DRAKIT_CRASH_DIR", str(tmp_path / "crashes"))
     claims = sample_claims(inventory, GPU)
     plugin, _ = start_plugin(GPU, claims)
     channel, stub = dra_stub(plugin.dra_socket)
@@ -261,3 +262,4 @@ def test_planted_unprepare_fails_fails_the_first_unprepare_of_a_claim_only(start
     second = unprepare(stub, single)  # the kubelet's retry
     assert second.claims[uid].error == "" and uid not in plugin.driver.prepared()
     channel.close()
+    assert not list((tmp_path / "crashes").glob("*")), "a fault planted on purpose is no drakit bug: no crash file"

@@ -25,6 +25,22 @@ from .waiting import wait_for
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs Linux")
 
+
+def _run_claim_pod(kube, ns: str, device_class: str) -> None:
+    """Namespace *ns* with claim ``c`` of one device of *device_class* and pod ``p`` using it, Running."""
+    kube.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    kube.request("POST", f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": device_class}}]}}})
+    kube.request("POST", f"/api/v1/namespaces/{ns}/pods", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}],
+                 "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
+                                 "resources": {"claims": [{"name": "gpu"}]}}]}})
+    wait_for(f"pod {ns}/p Running",
+             lambda: ((kube.get(f"/api/v1/namespaces/{ns}/pods/p") or {}).get("status") or {}).get("phase") == "Running", 60)
+
+
 def _case(case_id: str, nodes: str, runs_pod: bool):
     """A case as the loader makes it: its nodes, and a pod among its manifests or none."""
     manifest = ("{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: main, image: x}]}}"
@@ -68,17 +84,7 @@ def _run_case(side: KubeletNodeSide, case, ns: str, device_class: str) -> dict:
         kube.request("POST", path, obj)
         created.append(f"{path}/{obj['metadata']['name']}")
     side.open(case, ns)  # the plugins registered, as the backend's open() waits for
-    kube.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    kube.request("POST", f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims", {
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c"},
-        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": device_class}}]}}})
-    kube.request("POST", f"/api/v1/namespaces/{ns}/pods", {
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
-        "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}],
-                 "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
-                                 "resources": {"claims": [{"name": "gpu"}]}}]}})
-    wait_for(f"pod {ns}/p Running",
-             lambda: ((kube.get(f"/api/v1/namespaces/{ns}/pods/p") or {}).get("status") or {}).get("phase") == "Running", 60)
+    _run_claim_pod(kube, ns, device_class)
     kn = side.cluster.kubelet_node("node-a")
     [record] = containers_of(read_cri_record(kn.paths.cri_record), ns, "p", "main")
     kube.request("DELETE", f"/api/v1/namespaces/{ns}/pods/p", {"gracePeriodSeconds": 1})
@@ -187,17 +193,7 @@ def test_a_case_ends_once_the_kubelet_unprepared_its_pods(side: KubeletNodeSide)
         elif obj["kind"] == "DeviceClass" and not kube.get(f"/apis/resource.k8s.io/v1/deviceclasses/{obj['metadata']['name']}"):
             kube.request("POST", "/apis/resource.k8s.io/v1/deviceclasses", obj)
     nodes = side.open(case, ns)
-    kube.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    kube.request("POST", f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims", {
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c"},
-        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.acme.example.com"}}]}}})
-    kube.request("POST", f"/api/v1/namespaces/{ns}/pods", {
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
-        "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}],
-                 "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
-                                 "resources": {"claims": [{"name": "gpu"}]}}]}})
-    wait_for(f"pod {ns}/p Running",
-             lambda: ((kube.get(f"/api/v1/namespaces/{ns}/pods/p") or {}).get("status") or {}).get("phase") == "Running", 60)
+    _run_claim_pod(kube, ns, "gpu.acme.example.com")
     kn = side.cluster.kubelet_node("node-a")
     assert f"{ns}/c" in kn.prepared_claims()
     try:

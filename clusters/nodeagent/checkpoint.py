@@ -1,11 +1,13 @@
-"""The node agent's checkpoint, modelled on the kubelet's ``dra_manager_state``.
+"""The node agent's checkpoint, in the kubelet 1.37.2 ``dra_manager_state`` format.
 
 ``{"Data": "<JSON string>", "Checksum": <CRC-32 (IEEE) of Data>}`` where Data is
-``{"kind": "DRACheckpoint", "apiVersion": "checkpoint.dra.kubelet.k8s.io/v1", "Entries": [...]}``
-and each entry has ``ClaimUID``, ``ClaimName``, ``Namespace``, ``PodUIDs`` (a set, as a map to
-``{}``) and ``DriverState`` (``{driver: {"Devices": [{PoolName, DeviceName, RequestNames,
-CDIDeviceIDs, ShareID?}]}}``). drakit adds ``SkipUnprepare`` per driver (drivers whose devices
-all skip NodeUnprepareResources); the kubelet keeps that too, under a name not confirmed here.
+``{"kind": "DRACheckpoint", "apiVersion": "checkpoint.dra.kubelet.k8s.io/v1",
+"ClaimInfoStateList": [...]}`` (``pkg/kubelet/cm/dra/state``) and each entry has ``ClaimUID``,
+``ClaimName``, ``Namespace``, ``PodUIDs`` (a set, as a map to ``{}``) and ``DriverState``
+(``{driver: {"Devices": [{PoolName, DeviceName, RequestNames, CDIDeviceIDs, ShareID?}],
+"skipNodeOperations": ["NodeUnprepareResources"]?}}``: a driver whose devices all skip
+NodeUnprepareResources). Checkpoints an earlier drakit wrote (the list under ``Entries``, the
+skip as ``SkipUnprepare: true``) are read too.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from .client import DeviceResult
 KIND = "DRACheckpoint"
 API_VERSION = "checkpoint.dra.kubelet.k8s.io/v1"
 FILE_NAME = "dra_manager_state"
+SKIP_UNPREPARE = "NodeUnprepareResources"  # resource.k8s.io SkipNodeOperation
 
 
 class CheckpointError(RuntimeError):
@@ -55,7 +58,7 @@ class ClaimInfo:
                 wire.append(item)
             state[driver] = {"Devices": wire}
         for driver in sorted(self.skip_unprepare):
-            state.setdefault(driver, {"Devices": []})["SkipUnprepare"] = True
+            state.setdefault(driver, {"Devices": []})["skipNodeOperations"] = [SKIP_UNPREPARE]
         return {"ClaimUID": self.uid, "ClaimName": self.name, "Namespace": self.namespace,
                 "PodUIDs": {uid: {} for uid in sorted(self.pod_uids)}, "DriverState": state}
 
@@ -64,7 +67,7 @@ class ClaimInfo:
         info = cls(entry["ClaimUID"], entry["Namespace"], entry["ClaimName"],
                    set(entry.get("PodUIDs") or {}))
         for driver, state in (entry.get("DriverState") or {}).items():
-            if state.get("SkipUnprepare"):
+            if state.get("SkipUnprepare") or {SKIP_UNPREPARE, "*"} & set(state.get("skipNodeOperations") or ()):
                 info.skip_unprepare.add(driver)
             info.drivers[driver] = tuple(
                 DeviceResult(driver, d["PoolName"], d["DeviceName"], tuple(d.get("RequestNames") or ()),
@@ -99,7 +102,8 @@ class AgentCheckpoint:
             inner = json.loads(data)
             if inner.get("kind") != KIND or inner.get("apiVersion") != API_VERSION:
                 raise CheckpointError(f"{self.path}: not a {API_VERSION} {KIND}")
-            return {e["ClaimUID"]: ClaimInfo.from_entry(e) for e in inner.get("Entries") or []}
+            entries = inner.get("ClaimInfoStateList", inner.get("Entries")) or []
+            return {e["ClaimUID"]: ClaimInfo.from_entry(e) for e in entries}
         except CheckpointError:
             raise
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as err:
@@ -107,7 +111,7 @@ class AgentCheckpoint:
 
     def save(self, claims: dict[str, ClaimInfo]) -> None:
         data = json.dumps({"kind": KIND, "apiVersion": API_VERSION,
-                           "Entries": [claims[uid].to_entry() for uid in sorted(claims)]},
+                           "ClaimInfoStateList": [claims[uid].to_entry() for uid in sorted(claims)]},
                           separators=(",", ":"))
         outer = {"Data": data, "Checksum": zlib.crc32(data.encode())}
         self.path.parent.mkdir(parents=True, exist_ok=True)

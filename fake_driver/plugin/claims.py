@@ -41,7 +41,8 @@ class ClaimSource(Protocol):
     """Read access to ResourceClaims and write access to their ``status.devices``."""
 
     def get_claim(self, namespace: str, name: str) -> Claim | None:
-        """The claim in wire form, or ``None`` when it does not exist."""
+        """The claim in wire form, or ``None`` when it does not exist. The object may be the
+        source's own (no copy per call: a prepare reads it once): callers only read it."""
         ...
 
     def write_device_status(self, namespace: str, name: str, uid: str, driver: str,
@@ -76,9 +77,9 @@ class MemoryClaimSource:
             self._claims.pop((namespace, name), None)
 
     def get_claim(self, namespace: str, name: str) -> Claim | None:
+        """The stored claim itself (read-only: stored claims are replaced, never changed)."""
         with self._lock:
-            claim = self._claims.get((namespace, name))
-            return copy_claim(claim) if claim is not None else None
+            return self._claims.get((namespace, name))
 
     def write_device_status(self, namespace: str, name: str, uid: str, driver: str,
                             entries: list[dict[str, Any]]) -> None:
@@ -86,8 +87,9 @@ class MemoryClaimSource:
             claim = self._claims.get((namespace, name))
             if claim is None or claim.get("metadata", {}).get("uid") != uid:
                 raise ClaimSourceError(f"ResourceClaim {namespace}/{name} (uid {uid}) not found")
-            status = claim.setdefault("status", {})
+            status = dict(claim.get("status") or {})  # a new claim object: one handed out stays as it was
             status["devices"] = merge_device_status(status.get("devices") or [], driver, entries)
+            self._claims[(namespace, name)] = {**claim, "status": status}
 
 
 class FunctionClaimSource:
@@ -224,7 +226,7 @@ class FileClaimSource:
             return [claim for file in self._refresh() for claim in self._cache[file][1]]
 
     def get_claim(self, namespace: str, name: str) -> Claim | None:
-        """A copy of one claim, re-reading changed files first. Its cost does not grow with the
+        """One claim as parsed (shared, read-only), re-reading changed files first. Its cost does not grow with the
         claims in the files: the index is rebuilt only when a file changed."""
         with self._lock:
             files = self._refresh()
@@ -235,8 +237,7 @@ class FileClaimSource:
                         meta = claim["metadata"]
                         index.setdefault((meta.get("namespace", ""), meta["name"]), claim)  # the first wins
                 self._index = (self._generation, index)
-            claim = self._index[1].get((namespace, name))
-        return copy_claim(claim) if claim is not None else None
+            return self._index[1].get((namespace, name))  # the parsed document itself, never changed
 
     def write_device_status(self, namespace: str, name: str, uid: str, driver: str,
                             entries: list[dict[str, Any]]) -> None:

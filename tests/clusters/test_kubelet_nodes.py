@@ -153,6 +153,32 @@ _OWNER = textwrap.dedent("""
 """)
 
 
+def _held_by_us(port: int, run_dir: Path) -> bool:
+    """Whether the process listening on *port* is one of this cluster's (its command line names
+    the run dir), or cannot be found: once the cluster's processes are gone, another cluster on
+    the machine (a parallel test worker's) may be given the same port by the kernel."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            parts = line.split()
+            if len(parts) > 9 and parts[3] == "0A" and int(parts[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(f"socket:[{parts[9]}]")
+    holders = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if any(os.readlink(fd) in inodes for fd in (proc / "fd").iterdir()):
+                holders.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+        except OSError:
+            continue
+    return not holders or any(str(run_dir) in cmd for cmd in holders)
+
+
 def _leftovers(run_dir: Path, state: dict, sysctls: dict[str, str]) -> list[str]:
     found = []
     for p in procs.procs_from_state(state):
@@ -162,7 +188,8 @@ def _leftovers(run_dir: Path, state: dict, sysctls: dict[str, str]) -> list[str]
         if extra.exists():
             found.append(f"folder {extra}")
     listening = procs.listening_ports()
-    found += [f"port {n}={port}" for n, port in state.get("ports", {}).items() if port in listening]
+    found += [f"port {n}={port}" for n, port in state.get("ports", {}).items()
+              if port in listening and _held_by_us(port, run_dir)]
     if str(run_dir) in Path("/proc/self/mountinfo").read_text():
         found.append("a mount below the run dir")
     if kubeletnode.read_sysctls() != sysctls:

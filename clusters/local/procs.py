@@ -247,9 +247,10 @@ def _kernel_ports(n: int, host: str, taken: set[int]) -> list[int]:
             s.close()
 
 
-def listening_ports() -> set[int]:
-    """TCP ports in LISTEN state on this host (IPv4 and IPv6)."""
-    ports: set[int] = set()
+def listening_sockets() -> dict[int, set[str]]:
+    """TCP ports in LISTEN state on this host (IPv4 and IPv6), each with the inodes of its
+    sockets (``/proc/net/tcp``'s column 10)."""
+    ports: dict[int, set[str]] = {}
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             lines = Path(table).read_text().splitlines()[1:]
@@ -257,9 +258,14 @@ def listening_ports() -> set[int]:
             continue
         for line in lines:
             parts = line.split()
-            if len(parts) > 3 and parts[3] == "0A":
-                ports.add(int(parts[1].rsplit(":", 1)[1], 16))
+            if len(parts) > 9 and parts[3] == "0A":
+                ports.setdefault(int(parts[1].rsplit(":", 1)[1], 16), set()).add(parts[9])
     return ports
+
+
+def listening_ports() -> set[int]:
+    """TCP ports in LISTEN state on this host (IPv4 and IPv6)."""
+    return set(listening_sockets())
 
 
 def port_listening(port: int, host: str = "127.0.0.1") -> bool:

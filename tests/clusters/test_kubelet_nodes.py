@@ -157,16 +157,7 @@ def _held_by_us(port: int, run_dir: Path) -> bool:
     """Whether the process listening on *port* is one of this cluster's (its command line names
     the run dir), or cannot be found: once the cluster's processes are gone, another cluster on
     the machine (a parallel test worker's) may be given the same port by the kernel."""
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            parts = line.split()
-            if len(parts) > 9 and parts[3] == "0A" and int(parts[1].rsplit(":", 1)[1], 16) == port:
-                inodes.add(f"socket:[{parts[9]}]")
+    inodes = {f"socket:[{inode}]" for inode in procs.listening_sockets().get(port, ())}
     holders = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():

@@ -178,8 +178,6 @@ def _check_run_options(args: argparse.Namespace) -> str | None:
         verb = "applies" if len(cluster_only) == 1 else "apply"
         return (f"{', '.join(cluster_only)} only {verb} to the cluster backend, and --backend is {args.backend!r}: "
                 f"add --backend cluster (or reference,cluster)")
-    if args.kubeconfig and not Path(args.kubeconfig).is_file():
-        return f"--kubeconfig {args.kubeconfig}: no such file"
     return None
 
 

@@ -42,6 +42,7 @@ from drakit.fake_hw.inventory import build_inventory
 from ..spec.case import Case
 from .base import HarnessError
 from .clusternode import CaseNodes, ClusterNodeSide
+from .nodeside import FAKE_CRI
 from .reference import needs_device_metadata
 from ..crash import log_bug
 
@@ -282,7 +283,7 @@ class KubeletNodeSide:
         """``environment.backends.cluster.nodeSide`` of results.json."""
         from drakit.clusters.local.build import KUBE_VERSION
         return {"realKubelets": "every case node with fake hardware and no allocatable of its own",
-                "kubeletVersion": KUBE_VERSION, "containerRuntime": "drakit-fakecri",
+                "kubeletVersion": KUBE_VERSION, "containerRuntime": FAKE_CRI,
                 "kubeletsStarted": self.starts, "hardwareChangesOnRunningKubelets": self.reuses,
                 "kwokNodes": "case nodes without fake hardware (no node side needed), and nodes with their own "
                              "allocatable (kubelets report the machine's), prepared by drakit's node agent"}

@@ -57,7 +57,8 @@ def nodes_serving(api: Any, drivers: list[str]) -> int:
 #: Container runtimes that run no process: a container's output (what the driver suite's pods
 #: print of their environment) never exists on their nodes. drakit's fake CRI is one; a cluster
 #: drakit started, reached through its kubeconfig, has it.
-SILENT_RUNTIMES = ("drakit-fakecri",)
+FAKE_CRI = "drakit-fakecri"  # the RuntimeName clusters/local/fakecri reports
+SILENT_RUNTIMES = (FAKE_CRI,)
 
 
 def silent_runtime_unmet(case: Case, api: Any, driver: str) -> tuple[str, str] | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Iterator, NoReturn
@@ -192,8 +193,9 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     for name, inst in item.config.stash[_BACKENDS]["instances"].items():
         update = getattr(inst, "environment_update", None)
         if update is not None:
-            item.user_properties.append(("drakit-environment-update",
-                                         json.dumps({"backend": name, "environment": update()}, default=str)))
+            item.user_properties.append(("drakit-environment-update", json.dumps(
+                {"backend": name, "process": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+                 "environment": update()}, default=str)))
 
 
 def _backend(config: pytest.Config, name: str) -> Any:

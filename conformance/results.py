@@ -96,6 +96,27 @@ def report_status(report: pytest.TestReport, outcome: str | None) -> str | None:
     return None
 
 
+def merge_env_updates(env: dict[str, Any], updates: list[dict[str, Any]]) -> dict[str, Any]:
+    """A backend's environment with what each process could say only at its end merged in, a
+    level deep. Each process (xdist worker) counts only its own cases, so counts (integers) of
+    several processes are summed; any other value is the last process's."""
+    merged = {k: dict(v) if isinstance(v, dict) else v for k, v in env.items()}
+    for n, update in enumerate(updates):
+        for name, part in update.items():
+            if not (isinstance(part, dict) and isinstance(merged.get(name), dict)):
+                merged[name] = part
+                continue
+            section = merged[name]
+            for k, v in part.items():
+                counted = n > 0 and _is_count(v) and _is_count(section.get(k))
+                section[k] = section[k] + v if counted else v
+    return merged
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 class ResultsCollector:
     """Builds ``results.json`` on the controller. A backend that describes itself (the cluster
     backend: version, provider, context, gates and how they were found) sends that description
@@ -109,6 +130,7 @@ class ResultsCollector:
         self.backends = backends
         self.vendor = vendor  # fake_driver.profile.VendorProfile (None: the bundled fake drivers')
         self.backend_env: dict[str, dict[str, Any]] = {}
+        self.env_updates: dict[str, dict[str, dict[str, Any]]] = {}  # backend -> process -> its update
         self.cases: dict[str, dict[str, Any]] = {}
         self.started = _now()
         self.t0 = 0.0
@@ -134,11 +156,9 @@ class ResultsCollector:
             if key == "drakit-environment":
                 sent = json.loads(str(value))
                 self.backend_env[sent["backend"]] = sent["environment"]
-            elif key == "drakit-environment-update":  # a process's last case: merged, a level deep
+            elif key == "drakit-environment-update":  # a process's last case (one per xdist worker)
                 sent = json.loads(str(value))
-                env = self.backend_env.setdefault(sent["backend"], {})
-                for name, part in sent["environment"].items():
-                    env[name] = {**env[name], **part} if isinstance(part, dict) and isinstance(env.get(name), dict) else part
+                self.env_updates.setdefault(sent["backend"], {})[sent.get("process", "main")] = sent["environment"]
         data = _drakit_props(report)
         if data is None:
             return
@@ -220,8 +240,8 @@ class ResultsCollector:
         if name == "reference":
             return {"kind": "reference", "kubernetesVersion": "v1.37 (drakit reference allocator)",
                     "provider": "reference", "featureGates": dict(sorted(self.gates.items()))}
-        if name in self.backend_env:
-            return self.backend_env[name]
+        if name in self.backend_env or name in self.env_updates:
+            return merge_env_updates(self.backend_env.get(name, {}), list(self.env_updates.get(name, {}).values()))
         # no case reached the cluster (none selected, or the backend could not start)
         return {"kind": "cluster", "kubernetesVersion": "unknown", "featureGates": {}}
 

@@ -226,7 +226,8 @@ def test_what_a_backend_knows_only_at_the_end_rides_on_the_last_case(pytester: p
     res.assert_outcomes(passed=2)
     updates = [json.loads(line) for line in (pytester.path / "updates.jsonl").read_text().splitlines()]
     assert [(u[0].rsplit("::", 1)[1], u[1], u[2]) for u in updates] == [
-        ("demo/two[reference]", "teardown", {"backend": "reference", "environment": {"nodeSide": {"opened": 2}}})]
+        ("demo/two[reference]", "teardown", {"backend": "reference", "process": "main",
+                                             "environment": {"nodeSide": {"opened": 2}}})]
 
 
 def test_an_environment_update_is_merged_a_level_deep() -> None:
@@ -245,3 +246,26 @@ def test_an_environment_update_is_merged_a_level_deep() -> None:
         "nodeSide": {"kubeletsStarted": 3}, "extra": 1}}))
     assert collector._backend_env("cluster") == {
         "kind": "cluster", "nodeSide": {"realKubelets": "every case node", "kubeletsStarted": 3}, "extra": 1}
+
+
+def test_each_worker_counts_its_own_cases_and_the_counts_add_up() -> None:
+    """Under ``-n 2`` each worker sends its own end-of-run update: results.json says how many
+    kubelets the whole run started, not the last worker's count."""
+    from types import SimpleNamespace
+
+    from drakit.conformance.results import ResultsCollector
+
+    collector = ResultsCollector(SimpleNamespace(), gates={}, backends=["cluster"])  # type: ignore[arg-type]
+
+    def report(key: str, value: dict) -> SimpleNamespace:  # type: ignore[type-arg]
+        return SimpleNamespace(user_properties=[(key, json.dumps(value))], nodeid="x", when="call", duration=0.0)
+
+    for _worker in ("gw0", "gw1"):  # each worker describes its cluster at its first case
+        collector.pytest_runtest_logreport(report("drakit-environment", {"backend": "cluster", "environment": {
+            "kind": "cluster", "nodeSide": {"realKubelets": "every case node", "kubeletsStarted": 0}}}))
+    collector.pytest_runtest_logreport(report("drakit-environment-update", {"backend": "cluster", "process": "gw0",
+                                              "environment": {"nodeSide": {"kubeletsStarted": 3, "version": "a"}}}))
+    collector.pytest_runtest_logreport(report("drakit-environment-update", {"backend": "cluster", "process": "gw1",
+                                              "environment": {"nodeSide": {"kubeletsStarted": 4, "version": "a"}}}))
+    assert collector._backend_env("cluster")["nodeSide"] == {
+        "realKubelets": "every case node", "kubeletsStarted": 7, "version": "a"}

@@ -50,6 +50,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -217,8 +218,10 @@ def noop_main(args: argparse.Namespace) -> int:
                 response.claims[claim.uid].SetInParent()
             return response
 
+    from drakit.fake_driver.plugin.rpcserver import LoopServer
     from drakit.fake_driver.plugin.server import PluginServer, grpc_server
-    server = grpc_server(PluginServer.DEFAULT_WORKERS)
+    server: Any = (grpc_server(PluginServer.DEFAULT_WORKERS) if args.grpc_server == "grpcio"
+                   else LoopServer(PluginServer.DEFAULT_WORKERS))
     pbg.add_DRAPluginServicer_to_server(Noop(), server)
     server.add_insecure_port(f"unix://{args.socket}")
     server.start()
@@ -279,6 +282,29 @@ def go_claims_needed(args: argparse.Namespace) -> int:
 
 
 PINNED = ", pinned to one CPU"
+# name -> (label, no-op, --grpc-server, --sync-journal, pinned); run in this order
+SERVERS: dict[str, tuple[str, bool, str, bool, bool]] = {
+    "noop": ("no-op server (transport alone)", True, "loop", False, False),
+    "noop-grpcio": ("no-op server, grpcio thread pool", True, "grpcio", False, False),
+    "serve": ("drakit driver serve", False, "loop", False, False),
+    "serve-grpcio": ("drakit driver serve --grpc-server grpcio", False, "grpcio", False, False),
+    "sync": ("drakit driver serve --sync-journal", False, "loop", True, False),
+    "noop-pinned": (f"no-op server{PINNED}", True, "loop", False, True),
+    "serve-pinned": (f"drakit driver serve{PINNED}", False, "loop", False, True),
+    "serve-grpcio-pinned": (f"serve --grpc-server grpcio{PINNED}", False, "grpcio", False, True),
+    # --baseline-python: the same serve command run by another install (the code before a change)
+    "base": ("baseline: drakit driver serve", False, "base", False, False),
+    "base-pinned": (f"baseline: serve{PINNED}", False, "base", False, True),
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str   # a key of SERVERS, or "thread"
+    label: str
+    run: int
+    key: str    # "cycle", "cycle x4", "32 claims a call"
+    entry: dict[str, Any]
 
 
 def pin_prefix(args: argparse.Namespace) -> list[str]:
@@ -361,86 +387,112 @@ def parent_main(args: argparse.Namespace) -> int:
     shm = Path("/dev/shm")
     cdi_root = Path(tempfile.mkdtemp(prefix="dkb", dir=shm)) if args.cdi_on == "tmpfs" and shm.is_dir() else root
     print(f"state (checkpoint) in {root}, CDI specs in {cdi_root / 'cdi'}")
-    rows: list[tuple[str, str, dict[str, Any]]] = []
+    rows: list[Row] = []
     scales: dict[str, dict[str, Any]] = {}
     try:
         claims_file = root / "claims.json"
         claims_file.write_text(json.dumps(claims))
         pin = pin_prefix(args)
-        servers = {
-            "noop": ("no-op gRPC server (transport alone)", [sys.executable, __file__, "--role", "noop",
-                                                            "--socket", str(root / "noop.sock")], []),
-            "serve": ("drakit driver serve", [], []),
-            "sync": ("drakit driver serve --sync-journal", ["--sync-journal"], []),
-            "noop-pinned": (f"no-op gRPC server{PINNED}", [sys.executable, __file__, "--role", "noop",
-                                                          "--socket", str(root / "noop.sock")], pin),
-            "serve-pinned": (f"drakit driver serve{PINNED}", [], pin),
-        }
         if not pin:
             print("no pinned rows: one CPU, or no taskset (util-linux)")
-        for name, (label, extra, prefix) in servers.items():
-            if name not in args.only or (name.endswith("-pinned") and not pin):
-                continue
-            run_root = root / name
-            if name.startswith("noop"):
-                proc, sock = started(prefix + extra), root / "noop.sock"
-            else:
-                sock = run_root / "plugins" / DRIVER / "dra.sock"
-                proc = started([*prefix, sys.executable, "-m", "drakit.fake_driver.cli", "driver", "serve",
-                                "--driver", DRIVER, "--node", NODE, "--plugin-dir", str(run_root / "plugins"),
-                                "--registry-dir", str(run_root / "registry"), "--cdi-dir", str(cdi_root / name / "cdi"),
-                                "--claims", str(claims_file), "--no-health", *extra])
-            args.server_pid = proc.pid
-            try:
-                levels = args.prepared if not name.startswith("noop") else []
-                if caller is not None:
-                    result = run_go_client(caller, sock, args, levels)
+        names = [n for n in SERVERS if n in args.only and not (n.endswith("-pinned") and not pin)
+                 and (SERVERS[n][2] != "base" or args.baseline_python)]
+        for run in range(1, args.repeat + 1):
+            for name in names:  # the servers alternate within each run: an A/B under the same load
+                label, noop, server_kind, sync, pinned = SERVERS[name]
+                prefix = pin if pinned else []
+                run_root = root / f"{name}-{run}"
+                if noop:
+                    sock = root / "noop.sock"
+                    proc = started([*prefix, sys.executable, __file__, "--role", "noop", "--socket", str(sock),
+                                    "--grpc-server", server_kind])
                 else:
-                    result = run_client(sock, args, levels)
-                    first = per_run + most + 1
-                    for callers in (c for c in args.callers if c > 1):
-                        entry = concurrent_cycles(sock, first, args, callers)
-                        result["errors"] += entry.pop("errors")
-                        result[f"cycle x{callers}"] = entry
-            finally:
-                stop(proc)
-            if result["errors"]:
-                print(f"  {label}: {result['errors']} per-claim errors (figures not trusted)")
-            for key, entry in sorted(result.items(), key=row_order):
-                if key.startswith("cycle") or key.endswith("a call"):
-                    rows.append((label, key, entry))
-                elif key.startswith("new claim"):
-                    scales.setdefault(label, {})[key] = entry
+                    sock = run_root / "plugins" / DRIVER / "dra.sock"
+                    python = args.baseline_python if server_kind == "base" else sys.executable
+                    kind_flag = [] if server_kind == "base" else ["--grpc-server", server_kind]
+                    proc = started([*prefix, python, "-m", "drakit.fake_driver.cli", "driver", "serve",
+                                    "--driver", DRIVER, "--node", NODE, "--plugin-dir", str(run_root / "plugins"),
+                                    "--registry-dir", str(run_root / "registry"),
+                                    "--cdi-dir", str(cdi_root / f"{name}-{run}" / "cdi"),
+                                    "--claims", str(claims_file), "--no-health", *kind_flag,
+                                    *(["--sync-journal"] if sync else [])])
+                args.server_pid = proc.pid
+                try:
+                    levels = args.prepared if not noop and run == 1 else []
+                    if caller is not None:
+                        result = run_go_client(caller, sock, args, levels)
+                    else:
+                        result = run_client(sock, args, levels)
+                        first = per_run + most + 1
+                        for callers in (c for c in args.callers if c > 1):
+                            entry = concurrent_cycles(sock, first, args, callers)
+                            result["errors"] += entry.pop("errors")
+                            result[f"cycle x{callers}"] = entry
+                finally:
+                    stop(proc)
+                if result["errors"]:
+                    print(f"  {label}: {result['errors']} per-claim errors (figures not trusted)")
+                for key, entry in sorted(result.items(), key=row_order):
+                    if key.startswith("cycle") or key.endswith("a call"):
+                        rows.append(Row(name, label, run, key, entry))
+                    elif key.startswith("new claim"):
+                        scales.setdefault(label, {})[key] = entry
         if "thread" in args.only:
             result = in_thread_client(root / "thread", claims, args)
-            rows.append(("plugin in the caller's thread (earlier placement)", "cycle", result["cycle"]))
+            rows.append(Row("thread", "plugin in the caller's thread (earlier placement)", 1, "cycle", result["cycle"]))
     finally:
         shutil.rmtree(root, ignore_errors=True)
         if cdi_root != root:
             shutil.rmtree(cdi_root, ignore_errors=True)
-    report(rows, scales)
+    report(rows, scales, args.repeat)
     print(f"after: {uptime()}")
     return 0
 
 
-def report(rows: list[tuple[str, str, dict[str, Any]]], scales: dict[str, dict[str, Any]]) -> None:
-    # each row against the no-op row of the same callers and placement (pinned or not)
-    noop = {(label.endswith(PINNED), key): figures(entry) for label, key, entry in rows if label.startswith("no-op")}
-    print(f"\n{'server':48} {'callers':>7} {'p50 us':>7} {'p99 us':>7} {'cycles/s':>8} {'vs no-op':>8} "
+def meets(rate: float, p99: float) -> bool:
+    return rate >= TARGET_CYCLES and p99 < TARGET_P99_US
+
+
+def report(rows: list[Row], scales: dict[str, dict[str, Any]], repeat: int) -> None:
+    # each row against the no-op row of the same run, callers, gRPC server and placement
+    noop = {(SERVERS[r.name][2], SERVERS[r.name][4], r.run, r.key): figures(r.entry)
+            for r in rows if r.name in SERVERS and SERVERS[r.name][1]}
+    print(f"\n{'server':48} {'run':>3} {'callers':>7} {'p50 us':>7} {'p99 us':>7} {'cycles/s':>8} {'vs no-op':>8} "
           f"{'server CPU us/cycle':>19}  target")
-    for label, key, entry in rows:
-        p50, p99, rate = figures(entry)
-        callers = key.partition(" x")[2] or "1"
-        if key.endswith("a call"):
-            print(f"{label:48} {callers:>7} {p50:7.0f} {p99:7.0f} {rate:8.0f} calls/s of {BATCH} claims = "
+    for r in rows:
+        p50, p99, rate = figures(r.entry)
+        callers = r.key.partition(" x")[2] or "1"
+        if r.key.endswith("a call"):
+            print(f"{r.label:48} {r.run:3} {callers:>7} {p50:7.0f} {p99:7.0f} {rate:8.0f} calls/s of {BATCH} claims = "
                   f"{rate * BATCH:,.0f} claims/s prepared and unprepared")
             continue
-        base = noop.get((label.endswith(PINNED), key))
-        ratio = f"{rate / base[2]:7.2f}x" if base and not label.startswith("no-op") else f"{'':8}"
-        met = "meets" if rate >= TARGET_CYCLES and p99 < TARGET_P99_US else "misses"
-        cpu = f"{entry['server_cpu'] / len(entry['samples']) * 1e6:19.0f}" if "server_cpu" in entry else f"{'':19}"
-        print(f"{label:48} {callers:>7} {p50:7.0f} {p99:7.0f} {rate:8.0f} {ratio} {cpu}  {met} "
-              f"({TARGET_CYCLES:,}/s, p99 < {TARGET_P99_US / 1000:.0f} ms)")
+        spec = SERVERS.get(r.name)
+        base = noop.get((spec[2], spec[4], r.run, r.key)) if spec and not spec[1] else None
+        ratio = f"{rate / base[2]:7.2f}x" if base else f"{'':8}"
+        cpu = f"{r.entry['server_cpu'] / len(r.entry['samples']) * 1e6:19.0f}" if "server_cpu" in r.entry else f"{'':19}"
+        print(f"{r.label:48} {r.run:3} {callers:>7} {p50:7.0f} {p99:7.0f} {rate:8.0f} {ratio} {cpu}  "
+              f"{'meets' if meets(rate, p99) else 'misses'} ({TARGET_CYCLES:,}/s, p99 < {TARGET_P99_US / 1000:.0f} ms)")
+    # the A/B: each server kind against grpcio's of the same placement and sync, run by run
+    pairs = [(a, b) for a, spec in SERVERS.items() for b, other in SERVERS.items()
+             if spec[2] == "loop" and other[2] in ("grpcio", "base") and spec[1:2] + spec[3:] == other[1:2] + other[3:]]
+    by = {(r.name, r.run, r.key): figures(r.entry) for r in rows}
+    printed = False
+    for a, b in pairs:
+        for key in sorted({r.key for r in rows if r.name == a and r.key.startswith("cycle")},
+                          key=lambda k: int(k.partition(" x")[2] or 1)):
+            got = [(by[(a, run, key)], by[(b, run, key)]) for run in range(1, repeat + 1)
+                   if (a, run, key) in by and (b, run, key) in by]
+            if not got:
+                continue
+            if not printed:
+                print("\nA/B in the same run: cycles/s of this code (LoopServer) / of the other row, run by run; "
+                      "runs meeting the target, this code vs the other:")
+                printed = True
+            callers = key.partition(" x")[2] or "1"
+            ratios = " ".join(f"{x[2] / y[2]:.2f}x" for x, y in got)
+            versus = "grpcio server" if SERVERS[b][2] == "grpcio" else "baseline"
+            print(f"  {SERVERS[a][0]:38} vs {versus:13} {callers:>2} callers: {ratios:24} target met "
+                  f"{sum(meets(x[2], x[1]) for x, _ in got)}/{len(got)} vs {sum(meets(y[2], y[1]) for _, y in got)}/{len(got)}")
     for label, levels in scales.items():
         print(f"\na new claim's prepare, {label} (p50 / p99 us, ratio of p50 to the first):")
         first = None
@@ -458,7 +510,16 @@ def main() -> int:
     parser.add_argument("--callers", type=lambda s: [int(x) for x in s.split(",")], default=[1, 4, 8])
     parser.add_argument("--prepared", type=lambda s: [int(x) for x in s.split(",") if x], default=[0, 500, 5000])
     parser.add_argument("--only", type=lambda s: s.split(","),
-                        default=["noop", "serve", "sync", "noop-pinned", "serve-pinned", "thread"])
+                        default=["noop", "noop-grpcio", "serve", "serve-grpcio", "base", "sync", "serve-pinned",
+                                 "serve-grpcio-pinned", "base-pinned"],
+                        help=f"rows, comma-separated, of: {', '.join(SERVERS)}, thread")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="runs of every row, the servers alternating within each run (the new-claim levels "
+                             "in the first run only)")
+    parser.add_argument("--baseline-python", default=None, metavar="PYTHON",
+                        help="a Python whose drakit is the code to compare with (a venv with an earlier commit "
+                             "installed): adds the rows base and base-pinned, run alternating with the others")
+    parser.add_argument("--grpc-server", choices=("loop", "grpcio"), default="loop", help=argparse.SUPPRESS)
     parser.add_argument("--pin-cpu", type=int, default=None,
                         help="the CPU of the -pinned rows (default: the last one)")
     parser.add_argument("--cdi-on", choices=("tmpfs", "disk"), default="tmpfs")

@@ -75,6 +75,10 @@ def add_parsers(subparsers: Any) -> None:
                        help="seconds between health resends without changes (default: 10)")
     serve.add_argument("--no-device-status", action="store_true",
                        help="do not write status.devices for NICs")
+    serve.add_argument("--grpc-server", choices=("loop", "grpcio"), default="loop",
+                       help="loop (default): prepare and unprepare answered on the gRPC server's own thread "
+                            "when they wait on nothing (claims from --claims, no --sync-journal); "
+                            "grpcio: grpcio's thread-pool server, every call in a pool thread (the earlier one)")
     serve.add_argument("-v", "--verbose", action="store_true")
 
     controller = sub.add_parser("controller",
@@ -193,7 +197,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                      else CallbackSlicePublisher(publish_all))
         plugin = FakePlugin(config, inventory, source, publisher=publisher,
                             skip_node_ops=args.skip_node_ops, health=not args.no_health,
-                            resend_seconds=args.health_resend, faults_file=args.faults)
+                            resend_seconds=args.health_resend, faults_file=args.faults,
+                            server_options={"server": args.grpc_server})
         plugin.start()
         if api_publisher is not None:
             api_publisher.start()

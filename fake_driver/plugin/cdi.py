@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from json.encoder import encode_basestring_ascii as _quote
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -124,6 +125,26 @@ def spec_text(spec: dict[str, Any]) -> str:
 
 def write_spec(path: Path, spec: dict[str, Any]) -> None:
     atomic_write(path, spec_bytes(spec), SPEC_MODE)
+
+
+def device_edits_text(device: Device) -> str:
+    """A device's ``containerEdits`` as JSON text, as :func:`spec_text` writes it (the same for
+    every claim: the driver renders it once per device)."""
+    return json.dumps({"env": device_env(device)}, separators=(",", ":"))
+
+
+def claim_spec_text(driver: str, klass: str, claim_uid: str, devices: Sequence[tuple[str, str]]) -> str:
+    """``spec_text(claim_spec(...))`` from (device name, :func:`device_edits_text`) pairs, the
+    edits not encoded again (devices in allocation order, no repeats)."""
+    seen: set[str] = set()
+    entries = []
+    for name, edits in devices:
+        if name in seen:
+            continue
+        seen.add(name)
+        entries.append(f'{{"name":{_quote(claim_device_name(claim_uid, name))},"containerEdits":{edits}}}')
+    return (f'{{"cdiVersion":{_quote(CDI_VERSION)},"kind":{_quote(cdi_kind(driver, klass))},'
+            f'"devices":[{",".join(entries)}]}}\n')
 
 
 def spec_device_ids(spec: dict[str, Any]) -> list[str]:

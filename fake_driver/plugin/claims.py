@@ -61,6 +61,8 @@ def merge_device_status(existing: Iterable[dict[str, Any]], driver: str,
 class MemoryClaimSource:
     """Claims in memory, keyed by namespace and name. Thread-safe."""
 
+    local = True  # reads and writes never wait (FakeDriver.answers_inline)
+
     def __init__(self, claims: Iterable[Claim] = ()) -> None:
         self._lock = threading.Lock()
         self._claims: dict[tuple[str, str], Claim] = {}
@@ -175,6 +177,7 @@ class FileClaimSource:
     """
 
     SUFFIXES = (".json", ".yaml", ".yml")
+    local = True  # local files only (FakeDriver.answers_inline)
 
     def __init__(self, path: str | Path, status_dir: str | Path | None = None) -> None:
         self.path = Path(path)

@@ -20,10 +20,9 @@ import logging
 import os
 import shutil
 import threading
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Any, Iterator, Mapping, Sequence
+from typing import Callable, Any, Mapping, NamedTuple, Sequence
 
 from drakit.fake_hw.inventory import Device, NodeInventory
 
@@ -41,9 +40,8 @@ PRIVATE_DIR_MODE = 0o700
 CHECKPOINT_NAME = "checkpoint.json"
 
 
-@dataclass(frozen=True, slots=True)
-class ClaimRef:
-    """What the kubelet sends for one claim."""
+class ClaimRef(NamedTuple):
+    """What the kubelet sends for one claim (a named tuple: made for every claim of every call)."""
 
     namespace: str
     uid: str
@@ -103,8 +101,7 @@ class PluginConfig:
         return (self.state_dir or self.data_dir) / CHECKPOINT_NAME
 
 
-@dataclass(frozen=True, slots=True)
-class ClaimOutcome:
+class ClaimOutcome(NamedTuple):
     """The answer for one claim: devices, or an error."""
 
     devices: tuple[PreparedDevice, ...] = ()
@@ -117,6 +114,35 @@ class ClaimError(Exception):
 
 
 
+class _ClaimLock:
+    """``with driver._claim_lock(uid)``: calls for the same claim one at a time (a class, not a
+    generator context manager: this is on every call's path)."""
+
+    __slots__ = ("driver", "uid", "entry")
+
+    def __init__(self, driver: FakeDriver, uid: str) -> None:
+        self.driver = driver
+        self.uid = uid
+
+    def __enter__(self) -> None:
+        driver = self.driver
+        with driver._locks_guard:
+            entry = driver._locks.get(self.uid)
+            if entry is None:
+                entry = driver._locks[self.uid] = [threading.Lock(), 0]
+            entry[1] += 1
+        self.entry = entry
+        entry[0].acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        entry, driver = self.entry, self.driver
+        entry[0].release()
+        with driver._locks_guard:
+            entry[1] -= 1
+            if entry[1] == 0:
+                del driver._locks[self.uid]
+
+
 class FakeDriver:
     """Node-side operations of one fake DRA driver on one emulated node."""
 
@@ -127,6 +153,10 @@ class FakeDriver:
         self.driver = config.driver
         self.inventory = inventory
         self.claims = claims
+        # whether a call never waits on anything but this process and the local disk's page cache
+        # (claims from a file or memory, no journal flush), so the gRPC server may run it on its
+        # queue thread; otherwise a pool thread runs it and other calls go on meanwhile
+        self.answers_inline = not config.sync and bool(getattr(claims, "local", False))
         try:
             devices = inventory.devices(config.driver)
         except KeyError:
@@ -135,6 +165,10 @@ class FakeDriver:
         self.devices: dict[str, Device] = {d.name: d for d in devices}
         self.pools: dict[str, str] = {name: config.pools.get(name, inventory.node_name)
                                       for name in self.devices}
+        # device -> (CDI class, CDI kind, containerEdits as JSON text): the same for every claim
+        self._cdi: dict[str, tuple[str, str, str]] = {
+            name: (cdi.cdi_class(d), cdi.cdi_kind(config.driver, cdi.cdi_class(d)), cdi.device_edits_text(d))
+            for name, d in self.devices.items()}
         ensure_dir(config.data_dir, PRIVATE_DIR_MODE)
         if config.state_dir is not None:
             ensure_dir(config.state_dir, PRIVATE_DIR_MODE)
@@ -221,6 +255,8 @@ class FakeDriver:
         ``sync``: one flush for all of a call's claims, shared with concurrent calls; this also
         covers an answer from a record another call just appended). The error, if the flush
         failed."""
+        if not self.config.sync:  # nothing to flush: records are written before this
+            return None
         try:
             self._checkpoint.make_durable()
         except OSError as err:
@@ -230,23 +266,8 @@ class FakeDriver:
 
     # -- locking --------------------------------------------------------------------------------
 
-    @contextmanager
-    def _claim_lock(self, uid: str) -> Iterator[None]:
-        with self._locks_guard:
-            entry = self._locks.get(uid)
-            if entry is None:
-                entry = self._locks[uid] = [threading.Lock(), 0]
-            entry[1] += 1
-        lock: threading.Lock = entry[0]
-        lock.acquire()
-        try:
-            yield
-        finally:
-            lock.release()
-            with self._locks_guard:
-                entry[1] -= 1
-                if entry[1] == 0:
-                    del self._locks[uid]
+    def _claim_lock(self, uid: str) -> _ClaimLock:
+        return _ClaimLock(self, uid)
 
     # -- prepare --------------------------------------------------------------------------------
 
@@ -314,13 +335,17 @@ class FakeDriver:
                 raise ClaimError(f"ResourceClaim {ref}: device {pool}/{name} is not a device of "
                                  f"driver {self.driver} on node {self.inventory.node_name}")
             devices.append((result, device))
-        files: dict[str, str] = {}
-        for klass, spec in cdi.specs_by_class(self.driver, ref.uid, [d for _, d in devices]).items():
-            files[cdi.claim_spec_file(self._cdi_dir, self.driver, klass, ref.uid)] = cdi.spec_text(spec)
+        groups: dict[str, list[tuple[str, str]]] = {}  # CDI class -> (device, edits), classes in first-use order
+        for _, device in devices:
+            klass, _, edits = self._cdi[device.name]
+            groups.setdefault(klass, []).append((device.name, edits))
+        files: dict[str, str] = {cdi.claim_spec_file(self._cdi_dir, self.driver, klass, ref.uid):
+                                 cdi.claim_spec_text(self.driver, klass, ref.uid, members)
+                                 for klass, members in groups.items()}
         answer: list[PreparedDevice] = []
         shared: set[tuple[str, str]] = set()
         for result, device in devices:
-            kind = cdi.cdi_kind(self.driver, cdi.cdi_class(device))
+            kind = self._cdi[device.name][1]
             answer.append(PreparedDevice(
                 request_names=(metadata.base_request(result.get("request", "")),),
                 pool=result["pool"], device=device.name,

@@ -43,6 +43,8 @@ def ensure_dir(path: Path, mode: int) -> Path:
 
 
 _UMASK: list[int] = []
+_PID = [os.getpid()]  # getpid is a system call; a forked child gets its own
+os.register_at_fork(after_in_child=lambda: _PID.__setitem__(0, os.getpid()))
 
 
 def _umask() -> int:
@@ -66,7 +68,7 @@ def atomic_write(path: Path | str, data: bytes, mode: int = 0o644, *, durable: b
     The temporary file is named for this process and thread (created exclusively, so a stale
     one from a dead process of the same id is replaced, never shared)."""
     folder, name = os.path.split(path)
-    tmp = f"{folder}/.{name}.{os.getpid()}.{threading.get_ident()}.tmp"
+    tmp = f"{folder}/.{name}.{_PID[0]}.{threading.get_ident()}.tmp"
     try:
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)

@@ -33,6 +33,8 @@ from .._gen import (dra_health_v1_pb2, dra_health_v1_pb2_grpc, dra_health_v1alph
 from .driver import ClaimRef, FakeDriver
 from .files import check_socket_path, ensure_dir, remove_stale_socket
 from .health import HealthMonitor
+from . import rpcserver
+from .rpcserver import LoopServer
 
 log = logging.getLogger("drakit.driver")
 
@@ -143,8 +145,12 @@ def health_servicer(current: Callable[[], HealthMonitor | None], version: str, r
 
 # -- the server ---------------------------------------------------------------------------------
 
+SERVERS = ("loop", "grpcio")
+
+
 def grpc_server(max_workers: int) -> grpc.Server:
-    """The gRPC server both sockets use (and the benchmark's no-op baseline)."""
+    """grpcio's own thread-pool server (``PluginServer(server="grpcio")``, the benchmark's
+    baseline): every call handed from the queue thread to a pool thread."""
     return grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers,
                                                   thread_name_prefix="drakit-plugin"))
 
@@ -157,7 +163,10 @@ class PluginServer:
     def __init__(self, driver: FakeDriver, *, health: HealthMonitor | None = None,
                  dra_versions: tuple[str, ...] = DRA_VERSIONS,
                  health_versions: tuple[str, ...] = HEALTH_VERSIONS,
-                 resend_seconds: float = 10.0, max_workers: int = DEFAULT_WORKERS) -> None:
+                 resend_seconds: float = 10.0, max_workers: int = DEFAULT_WORKERS,
+                 server: str = "loop") -> None:
+        if server not in SERVERS:
+            raise ValueError(f"unknown gRPC server {server!r} (known: {', '.join(SERVERS)})")
         unknown = [v for v in dra_versions if v not in _DRA] + \
                   [v for v in health_versions if v not in _HEALTH]
         if unknown or not dra_versions:
@@ -168,14 +177,15 @@ class PluginServer:
         self.health_versions = health_versions if health is not None else ()
         self.resend_seconds = resend_seconds
         self.max_workers = max_workers
+        self.server_kind = server
         config = driver.config
         self.dra_socket = check_socket_path(config.dra_socket)
         self.registration_socket = check_socket_path(config.registration_socket)
         self.registrations: list[RegistrationEvent] = []
         self.registered = threading.Event()
         self._lock = threading.Lock()
-        self._dra_server: grpc.Server | None = None
-        self._reg_server: grpc.Server | None = None
+        self._dra_server: grpc.Server | LoopServer | None = None
+        self._reg_server: grpc.Server | LoopServer | None = None
 
     @property
     def supported_versions(self) -> list[str]:
@@ -191,8 +201,17 @@ class PluginServer:
         else:
             log.warning("registration rejected by the kubelet: %s", event.error)
 
-    def _new_server(self) -> grpc.Server:
-        return grpc_server(self.max_workers)
+    def _new_server(self, inline: Callable[[str], bool]) -> grpc.Server | LoopServer:
+        """``loop``: unary calls ``inline`` allows are answered on the server's queue thread
+        (:mod:`.rpcserver`); ``grpcio``: grpcio's thread-pool server."""
+        if self.server_kind == "grpcio":
+            return grpc_server(self.max_workers)
+        problem = rpcserver.unavailable()
+        if problem is not None:
+            log.warning("%s: serving with grpcio's thread-pool server instead", problem)
+            self.server_kind = "grpcio"
+            return grpc_server(self.max_workers)
+        return LoopServer(self.max_workers, inline)
 
     def start(self) -> None:
         if self._dra_server is not None:
@@ -201,7 +220,8 @@ class PluginServer:
         ensure_dir(data_dir, DIR_MODE)
         ensure_dir(self.registration_socket.parent, DIR_MODE)
 
-        dra = self._new_server()
+        # prepare and unprepare on the queue thread unless they may wait (API server, fdatasync)
+        dra = self._new_server(lambda method: self.driver.answers_inline)
         for version in self.dra_versions:
             _DRA[version][1].add_DRAPluginServicer_to_server(dra_servicer(lambda: self.driver, version), dra)
         if self.health is not None:
@@ -214,7 +234,7 @@ class PluginServer:
         dra.start()
         self._dra_server = dra
 
-        reg = self._new_server()
+        reg = self._new_server(lambda method: True)
         pluginregistration_v1_pb2_grpc.add_RegistrationServicer_to_server(
             RegistrationServicer(self), reg)
         same_fs = os.stat(data_dir).st_dev == os.stat(self.registration_socket.parent).st_dev

@@ -19,6 +19,13 @@ from drakit.fake_driver.sampleclaims import sample_claims
 
 from .conftest import GPU, NIC, config_for
 
+
+@pytest.fixture(autouse=True)
+def crash_files_in_tmp(tmp_path, monkeypatch):
+    """A servicer that raises on purpose is logged as a bug with a crash file: keep those here."""
+    from drakit.conformance import crash
+    monkeypatch.setenv(crash.CRASH_DIR_ENV, str(tmp_path))
+
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "reports" / "schema" / "results.v1.json").read_text())
 
 

@@ -189,6 +189,10 @@ def test_cdi_spec_content_and_mode(gpu):
     assert [d["name"] for d in spec["devices"]] == [f"{uid}-gpu0", f"{uid}-gpu1"]
     env = spec["devices"][0]["containerEdits"]["env"]
     assert "DRAKIT_GPU0_DEVICE=gpu0" in env and any(e.startswith("DRAKIT_GPU0_UUID=GPU-") for e in env)
+    # the text pre-rendered per device is exactly the spec built from the devices, byte for byte
+    from drakit.fake_driver.plugin import cdi
+    devices = [plugin.driver.devices["gpu0"], plugin.driver.devices["gpu1"]]
+    assert path.read_text() == cdi.spec_text(cdi.claim_spec(GPU, "gpu", uid, devices))
     index = cdicheck.SpecIndex.load([plugin.config.cdi_dir])
     assert sorted(index.devices) == sorted(f"k8s.{GPU}/gpu={uid}-{d}" for d in ("gpu0", "gpu1"))
     assert not [p for p in plugin.config.cdi_dir.iterdir() if p.name.startswith(".")]

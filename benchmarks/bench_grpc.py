@@ -1,41 +1,45 @@
 """NodePrepareResources round trips against the fake kubelet plugin over a Unix socket.
 
 Usage: ``python benchmarks/bench_grpc.py [--calls N] [--callers 1,4,8] [--prepared 0,500,5000]
-[--only noop,serve,sync,noop-pinned,serve-pinned,thread] [--pin-cpu N] [--cdi-on tmpfs|disk]
+[--repeat N] [--only ROW,...] [--baseline-python PYTHON] [--pin-cpu N] [--cdi-on tmpfs|disk]
 [--caller auto|go|python]``
 
 The plugin runs as in production, ``drakit driver serve`` in a process of its own (checkpoint
-snapshots fsynced, journal records written: ``serve``; ``sync``: the same with
-``--sync-journal``, the journal fdatasynced once before each answer, concurrent calls sharing
-one fdatasync). The caller is another process, as the kubelet is. With ``drakit cluster
+snapshots fsynced, journal records written before each answer: ``serve``; ``sync``: the same
+with ``--sync-journal``, the journal fdatasynced once before each answer, concurrent calls
+sharing one fdatasync). The caller is another process, as the kubelet is. With ``drakit cluster
 build`` done, it is ``dracaller`` (Go, ``clusters/local/dracaller``): the kubelet's own client
-code (``k8s.io/kubelet``'s DRA v1 API on gRPC-Go), one connection, sequential calls, then N
-goroutines calling at once over that connection, as the kubelet's pod workers do; it costs the
-two shared cores little, so the figures are the server's. Without it (or ``--caller python``)
-the caller is Python: sequential calls, then N caller processes (Python callers in one process
-would queue behind each other's interpreter lock). The report names the caller used. Claims
-have one device each; the plugin's state folder (the checkpoint) is
-on disk under the temporary folder, its CDI folder on tmpfs (``/dev/shm``) as ``/var/run/cdi``
-is on a node (``--cdi-on disk`` puts it beside the checkpoint).
+code (``k8s.io/kubelet``'s DRA v1 API on gRPC-Go), one connection, sequential calls (one pod's
+worker), then N goroutines calling at once over that connection (N pods' workers: the kubelet
+calls sequentially per pod, concurrently across pods); it costs the two shared cores little, so
+the figures are the server's. Without it (or ``--caller python``) the caller is Python:
+sequential calls, then N caller processes. The report names the caller used. Claims have one
+device each; the plugin's state folder (the checkpoint) is on disk under the temporary folder,
+its CDI folder on tmpfs (``/dev/shm``) as ``/var/run/cdi`` is on a node (``--cdi-on disk`` puts
+it beside the checkpoint).
 
-Baselines, measured in the same run:
+Rows (``--only``, in this order within each of ``--repeat`` runs, so that rows compared with
+each other ran under the same load):
 
-- ``noop``: the same Python gRPC server (as the plugin builds it) answering each claim with an
-  empty result and doing nothing else: what the transport alone costs here; every row prints its ratio to the no-op row of the same callers;
-- ``thread``: the plugin in a thread of the calling process (no fsync), the configuration this
-  script measured before (the caller then competes with the plugin for one interpreter).
-
-Placement: ``noop-pinned`` and ``serve-pinned`` run the same servers under ``taskset -c N`` (the
-last CPU unless ``--pin-cpu``), the caller left to the kernel. A Python gRPC server's threads
-take turns under one interpreter lock, so on a second CPU they gain little and every hand-off
-between them becomes a cross-CPU wake-up (costly in a VM); pinning is a deployment choice
-(``taskset``, a cpuset), not something the plugin does by itself.
+- ``noop``, ``noop-grpcio``: the plugin's gRPC server (``LoopServer``) and grpcio's thread-pool
+  server answering each claim with an empty result and doing nothing else: what the transport
+  alone costs; every row prints its ratio to the no-op row of its server, callers and run;
+- ``serve`` (the default server), ``serve-grpcio`` (``--grpc-server grpcio``), ``sync``;
+- ``base``: ``--baseline-python PYTHON``'s ``drakit driver serve`` (a venv with an earlier commit
+  installed), the A/B against the code before a change;
+- ``noop-pinned``, ``serve-pinned``, ``serve-grpcio-pinned``, ``base-pinned``: the same under
+  ``taskset -c N`` (the last CPU unless ``--pin-cpu``), the caller left to the kernel; pinning is
+  a deployment choice (``taskset``, a cpuset), not something the plugin does by itself;
+- ``thread``: the plugin in a thread of the calling process (no fsync), the placement this
+  script measured first.
 
 Printed per row: p50 / p99 of one prepare+unprepare cycle in microseconds, cycles per second,
-and whether the row meets 1,500 cycles/s with p99 under 5 ms. Then a new claim's prepare
-latency with 0, 500 and 5,000 claims already prepared (``--prepared``), and the ratio to the
-first. Bounded: it stops by itself; ``uptime`` is printed before and after (figures on a loaded
-2-core machine say more about the load than about the plugin).
+the server process's CPU per cycle, and whether the row meets 1,500 cycles/s with p99 under
+5 ms; then the A/B, run by run (the default server against grpcio's and against the baseline,
+and in how many runs each met the target); then a new claim's prepare latency with 0, 500 and
+5,000 claims already prepared (``--prepared``, first run only), and the ratio to the first.
+Bounded: it stops by itself; ``uptime`` is printed before and after (figures on a loaded 2-core
+machine say more about the load than about the plugin).
 """
 
 from __future__ import annotations
@@ -368,6 +372,11 @@ def uptime() -> str:
 
 
 def parent_main(args: argparse.Namespace) -> int:
+    unknown = [n for n in args.only if n not in SERVERS and n != "thread"]
+    if unknown:
+        raise SystemExit(f"--only: unknown row {unknown[0]!r} (rows: {', '.join(SERVERS)}, thread)")
+    if args.repeat < 1:
+        raise SystemExit("--repeat: at least 1")
     per_run = args.warmup + args.calls + (max(1, args.calls // BATCH) + 1) * BATCH + 2
     most = max(args.prepared, default=0) + args.probe
     concurrent = sum(args.calls + c * 50 for c in args.callers if c > 1)  # their warm-up claims too

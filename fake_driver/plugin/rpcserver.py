@@ -21,6 +21,16 @@ It serves what the generated ``add_*Servicer_to_server`` functions register
 Servicers get a context with ``is_active``, ``abort``, ``set_code`` and ``set_details``.
 ``stop(grace)`` refuses new calls, cancels what still runs after ``grace`` seconds and returns
 an event set once every call is finished, as ``grpc.Server.stop`` does.
+
+Where a call runs changes nothing in what is durable before its answer (``.checkpoint``): by
+default every checkpoint record of the call is written before the answer (it survives a crash
+of the process, SIGKILL included, not a power loss) and nothing is fsynced on the prepare path
+(snapshots are, in the background); with ``--sync-journal`` the journal is fdatasynced before
+the answer, and those calls run in the pool, so that concurrent calls share one flush.
+
+``grpc._cython.cygrpc`` is grpcio's private binding: pyproject.toml pins grpcio to the version
+this was written and tested against, and :func:`unavailable` says when the installed one lacks
+something used here (the plugin then serves with grpcio's own server).
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from drakit.fake_hw.inventory import Device, NodeInventory
 from ..status import NIC_KINDS, device_status
 from . import cdi, metadata
 from .checkpoint import Checkpoint, PreparedClaim, PreparedDevice
+from .claimlocks import ClaimLocks
 from .claims import ClaimSource, ClaimSourceError
 from .files import atomic_write_text, ensure_dir, remove_file
 from drakit.conformance.crash import log_bug
@@ -114,35 +115,6 @@ class ClaimError(Exception):
 
 
 
-class _ClaimLock:
-    """``with driver._claim_lock(uid)``: calls for the same claim one at a time (a class, not a
-    generator context manager: this is on every call's path)."""
-
-    __slots__ = ("driver", "uid", "entry")
-
-    def __init__(self, driver: FakeDriver, uid: str) -> None:
-        self.driver = driver
-        self.uid = uid
-
-    def __enter__(self) -> None:
-        driver = self.driver
-        with driver._locks_guard:
-            entry = driver._locks.get(self.uid)
-            if entry is None:
-                entry = driver._locks[self.uid] = [threading.Lock(), 0]
-            entry[1] += 1
-        self.entry = entry
-        entry[0].acquire()
-
-    def __exit__(self, *exc: object) -> None:
-        entry, driver = self.entry, self.driver
-        entry[0].release()
-        with driver._locks_guard:
-            entry[1] -= 1
-            if entry[1] == 0:
-                del driver._locks[self.uid]
-
-
 class FakeDriver:
     """Node-side operations of one fake DRA driver on one emulated node."""
 
@@ -184,8 +156,7 @@ class FakeDriver:
             self._hold(record)
         self._recover(self._checkpoint.interrupted())
         self._checkpoint.start()
-        self._locks_guard = threading.Lock()
-        self._locks: dict[str, list[Any]] = {}
+        self._claim_locks = ClaimLocks()
         # devices with a "lost" hardware fault (FakePlugin wires it to its health monitor)
         self.lost: Callable[[], set[str]] = set
         # every NodePrepareResources / NodeUnprepareResources call, oldest first (bounded)
@@ -266,8 +237,8 @@ class FakeDriver:
 
     # -- locking --------------------------------------------------------------------------------
 
-    def _claim_lock(self, uid: str) -> _ClaimLock:
-        return _ClaimLock(self, uid)
+    def _claim_lock(self, uid: str) -> Any:
+        return self._claim_locks.hold(uid)
 
     # -- prepare --------------------------------------------------------------------------------
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any, Iterator, NoReturn
@@ -194,7 +193,7 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
         update = getattr(inst, "environment_update", None)
         if update is not None:
             item.user_properties.append(("drakit-environment-update", json.dumps(
-                {"backend": name, "process": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+                {"backend": name, "process": getattr(item.config, "workerinput", {}).get("workerid", "main"),
                  "environment": update()}, default=str)))
 
 

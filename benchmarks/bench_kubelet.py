@@ -240,21 +240,61 @@ def bench_nodes_and_pods(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+KLOG_DELETE = re.compile(r'^I(\d{2})(\d{2}) (\d{2}:\d{2}:\d{2}\.\d+) .*"SyncLoop DELETE" source="api" pods=\["([^"]+)"\]')
+
+
+def deletion_waits(logs: Path) -> dict[str, list[float]]:
+    """Per namespace, for each pod a kubelet was told was deleted: the seconds from its
+    ``SyncLoop DELETE`` (the kubelet saw the deletion) to the fake CRI's StopPodSandbox of the pod
+    (its containers stopped; ``SyncTerminatingPod`` calls NodeUnprepareResources right after).
+    What the pod worker waits for meanwhile is the PLEG's next periodic relist (pod_workers.go)."""
+    out: dict[str, list[float]] = {}
+    for klog in sorted(logs.glob("*-kubelet.log")):
+        deleted: dict[str, float] = {}
+        for line in klog.read_text(errors="replace").splitlines():
+            m = KLOG_DELETE.match(line)
+            if m:
+                deleted.setdefault(m.group(4), _klog_time(m.group(1), m.group(2), m.group(3)))
+        sandboxes: dict[str, str] = {}
+        stopped: dict[str, float] = {}
+        for e in read_cri_record(klog.with_name(klog.name.replace("-kubelet.log", "-cri.jsonl"))):
+            pod = e.get("pod") or {}
+            if e.get("event") == "RunPodSandbox" and e.get("podSandboxId") and pod.get("name"):
+                sandboxes[e["podSandboxId"]] = f"{pod.get('namespace')}/{pod['name']}"
+            elif e.get("event") == "StopPodSandbox" and e.get("podSandboxId") in sandboxes and not e.get("error"):
+                stopped.setdefault(sandboxes[e["podSandboxId"]], _rfc3339(e["time"]))
+        for pod, t in deleted.items():
+            if pod in stopped and stopped[pod] >= t:
+                out.setdefault(pod.split("/", 1)[0], []).append(stopped[pod] - t)
+    return out
+
+
 def run_suites(mode: str) -> dict[str, Any]:
-    env = {**os.environ, "DRAKIT_NODE_SIDE": mode}
+    from drakit.conformance.backends.reference import case_namespace
+
     with tempfile.TemporaryDirectory(prefix="bench-kubelet-") as out:
+        logs = Path(out) / "node-logs"
+        plugins = ",".join(p for p in (os.environ.get("PYTEST_PLUGINS"), "bench_kubelet_nodelogs") if p)
+        path = os.pathsep.join(p for p in (str(ROOT / "benchmarks"), os.environ.get("PYTHONPATH")) if p)
+        env = {**os.environ, "DRAKIT_NODE_SIDE": mode, "BENCH_NODE_LOGS": str(logs), "PYTEST_PLUGINS": plugins,
+               "PYTHONPATH": path}
         t0 = time.monotonic()
         proc = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "run", *SUITES, "--backend", "cluster",
                                "--cluster", "local", "-n", "0", "-k", KUBELET_ONLY, "--out", out, "--plain", "-q"],
                               cwd=ROOT, env=env, capture_output=True, text=True)
         wall = time.monotonic() - t0
         results = json.loads((Path(out) / "results.json").read_text()) if (Path(out) / "results.json").exists() else {}
+        waits = deletion_waits(logs)
     cases = results.get("cases") or []
     outcomes: dict[str, int] = {}
     for c in cases:
         key = str(c.get("outcome") or c.get("status"))
         outcomes[key] = outcomes.get(key, 0) + 1
-    return {"wallSeconds": wall, "exit": proc.returncode, "outcomes": outcomes}
+    per_case = {str(c.get("id") or c.get("nodeid")): float(c.get("durationSeconds") or 0.0) for c in cases}
+    by_ns = {case_namespace(case): case for case in per_case}
+    return {"wallSeconds": wall, "exit": proc.returncode, "outcomes": outcomes, "caseSeconds": per_case,
+            "outsideCasesSeconds": wall - sum(per_case.values()),
+            "deletionWaitSeconds": {by_ns.get(ns, ns): w for ns, w in waits.items()}}
 
 
 def main() -> int:
@@ -300,6 +340,22 @@ def main() -> int:
             print(f"node-side suites ({', '.join(Path(s).name for s in SUITES)}): kwok + node agent {a['wallSeconds']:.1f} s "
                   f"{a['outcomes']}, real kubelets {k['wallSeconds']:.1f} s {k['outcomes']}; "
                   f"ratio kubelet/agent {figures['suitesRatioKubeletOverAgent']:.2f}")
+            print(f"  outside the cases (start-up, cluster up and down): agent {a['outsideCasesSeconds']:.1f} s, "
+                  f"kubelets {k['outsideCasesSeconds']:.1f} s")
+            both = sorted(set(a["caseSeconds"]) & set(k["caseSeconds"]),
+                          key=lambda c: a["caseSeconds"][c] - k["caseSeconds"][c])
+            waits = k["deletionWaitSeconds"]
+            print("  per case (set-up, steps and clean-up), kubelets minus agent, largest first; and the kubelet's "
+                  "wait from seeing a pod deleted to stopping it (then NodeUnprepareResources) for each of its pods:")
+            for case in both:
+                wait = " + ".join(f"{w:.2f}" for w in waits.get(case, []))
+                print(f"    {k['caseSeconds'][case] - a['caseSeconds'][case]:+6.2f} s  agent {a['caseSeconds'][case]:5.2f} s, "
+                      f"kubelets {k['caseSeconds'][case]:5.2f} s  {case}" + (f"  (deleted pods: {wait} s)" if wait else ""))
+            every = [w for ws in waits.values() for w in ws]
+            if every:
+                print(f"  the kubelet's wait before stopping a deleted pod: {len(every)} pods, {sum(every):.1f} s in all, "
+                      f"p50 {pct(every, 50):.2f} s, max {max(every):.2f} s (its pod worker waits for the PLEG's next "
+                      f"once-a-second relist)")
     ok = args.skip_suites or (figures["suites-agent"]["exit"] == 0 and figures["suites-kubelet"]["exit"] == 0)
     return 0 if ok else 1
 

@@ -197,7 +197,8 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
                  "environment": update()}, default=str)))
 
 
-def _backend(config: pytest.Config, name: str) -> Any:
+def _backend(config: pytest.Config, name: str, case: Case | None = None) -> Any:
+    """The backend instance ``name``, made for the first ``case`` it runs when there is none."""
     state = config.stash[_BACKENDS]
     inst = state["instances"].get(name)
     if inst is None:
@@ -210,7 +211,7 @@ def _backend(config: pytest.Config, name: str) -> Any:
             from .backends.base import HarnessError
             from .backends.cluster import ClusterBackend
             try:
-                inst = ClusterBackend(config, vendor=config.stash[_VENDOR])
+                inst = ClusterBackend(config, vendor=config.stash[_VENDOR], first=case)
             except HarnessError as exc:  # nothing can run on this cluster: stop with the one line
                 message = f"drakit: cluster backend: {exc}"
                 if config.pluginmanager.get_plugin("terminalreporter") is None:  # drakit run: say it here
@@ -297,7 +298,7 @@ class CaseItem(pytest.Item):
     def setup(self) -> None:
         self._setup_failure: str | None = None
         try:
-            backend = _backend(self.config, self.backend)
+            backend = _backend(self.config, self.backend, self.case)
             self._record_environment(backend)
             unmet = vendor_unmet(self.case, self.config.stash[_VENDOR]) or backend.unmet(self.case)
         except pytest.exit.Exception:  # the backend cannot serve any case: the session stops, one line said
@@ -328,7 +329,7 @@ class CaseItem(pytest.Item):
         if getattr(self, "_setup_failure", None):
             raise self._error(self._setup_failure)
         try:
-            session = _backend(self.config, self.backend).open(self.case)
+            session = _backend(self.config, self.backend, self.case).open(self.case)
         except Exception as exc:  # noqa: BLE001 - any harness failure becomes this case's error
             if INTERRUPTS.interrupted:  # the signal broke the set-up: the case did not run
                 raise KeyboardInterrupt(INTERRUPTS.signal) from None

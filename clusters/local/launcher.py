@@ -73,6 +73,11 @@ class LocalCluster(ComponentFlags, KubeletNodes):
     ``{"kube-scheduler": ["--kube-api-qps=5000", "--kube-api-burst=5000"]}``.  A flag the
     launcher also sets is replaced, not repeated (see :func:`flags.merge_flags`); changing the
     flags the launcher wires together (ports, certificates, kubeconfig) breaks the cluster.
+
+    ``kubelet_nodes``: real kubelet nodes ``(name, labels)`` that ``up()`` starts once the
+    controllers run and returns with Ready. ``prestart_kubelet_nodes``: ones it starts as soon
+    as the API server is ready, beside the controllers, and does not wait for (see
+    ``wait_kubelet_nodes``); one that cannot start does not stop the cluster.
     """
 
     def __init__(
@@ -89,6 +94,7 @@ class LocalCluster(ComponentFlags, KubeletNodes):
         timeout: float = 180.0,
         progress: Progress | None = None,
         kubelet_nodes: Sequence[tuple[str, Mapping[str, str]]] = (),
+        prestart_kubelet_nodes: Sequence[tuple[str, Mapping[str, str]]] = (),
         real_nodes: bool = True,
         kubelet_claim_read: bool = True,
         component_args: Mapping[str, Sequence[str]] | None = None,
@@ -129,6 +135,7 @@ class LocalCluster(ComponentFlags, KubeletNodes):
         self._lock = threading.Lock()
         self._pki: pki.PKI | None = None
         self.kubelet_nodes = list(kubelet_nodes)
+        self.prestart_kubelet_nodes = list(prestart_kubelet_nodes)
         # Real kubelet nodes need root; without it (or when asked) the cluster has kwok nodes only.
         self.real_nodes_reason: str | None = (
             "real kubelet nodes were not asked for" if not real_nodes else kubeletnode.unavailable_reason()
@@ -351,6 +358,14 @@ class LocalCluster(ComponentFlags, KubeletNodes):
         self._wait("kube-apiserver", lambda: self._get("apiserver", "/readyz", self._api_ctx(), 5.0)[0] == 200)
         self.timings["kube-apiserver"] = time.monotonic() - t
         self._check_api_versions()
+        if self.real_nodes_reason is None:
+            self.real = RealNodes(run_dir=d, bin_dir=self.bin_dir, server=self.server, pki_=p,
+                                  kubelet_gates=self.gates.get("kubelet", {}), detached=self.detached,
+                                  on_procs=self._save_state, progress=self.progress)
+            if self.real.outside_run_dir:
+                self._extra_dirs.append(str(self.real.nodes_dir))
+            self._save_state()
+            self._prestart_kubelets()
 
         t = time.monotonic()
         self._start("kube-controller-manager", self._kcm_args(controllers))
@@ -362,12 +377,6 @@ class LocalCluster(ComponentFlags, KubeletNodes):
         self._wait("kwok", lambda: self._get("kwok", "/healthz", ctx, 2.0)[0] == 200)
         self.timings["controllers"] = time.monotonic() - t
         if self.real_nodes_reason is None:
-            self.real = RealNodes(run_dir=d, bin_dir=self.bin_dir, server=self.server, pki_=p,
-                                  kubelet_gates=self.gates.get("kubelet", {}), detached=self.detached,
-                                  on_procs=self._save_state, progress=self.progress)
-            if self.real.outside_run_dir:
-                self._extra_dirs.append(str(self.real.nodes_dir))
-            self._save_state()
             if self.kubelet_nodes:
                 t = time.monotonic()
                 for name, labels in self.kubelet_nodes:
@@ -376,6 +385,17 @@ class LocalCluster(ComponentFlags, KubeletNodes):
                 self.timings["kubelet-nodes"] = time.monotonic() - t
         elif self.kubelet_nodes:
             self.progress(f"{self.real_nodes_reason}; the cluster has kwok nodes only")
+
+    def _prestart_kubelets(self) -> None:
+        """Start the ``prestart_kubelet_nodes`` as soon as the API server is ready (a kubelet
+        needs nothing else), so that their start overlaps the controllers'; ``up()`` does not
+        wait for them. One that cannot start is said and left to whoever asked for it (its
+        ``alive()`` is false): the cluster still comes up."""
+        for name, labels in self.prestart_kubelet_nodes:
+            try:
+                self.add_kubelet_node(name, labels, wait=False)
+            except ClusterError as exc:
+                self.progress(f"kubelet node {name} not started early: {exc}")
 
     def _resolve_gates_and_controllers(self) -> tuple[dict[str, dict[str, bool]], str]:
         binaries = KUBE_COMPONENTS + (("kubelet",) if self.real_nodes_reason is None else ())

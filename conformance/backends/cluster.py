@@ -276,7 +276,7 @@ class ClusterBackend:
 
     name = "cluster"
 
-    def __init__(self, config: Any, vendor: Any = None) -> None:
+    def __init__(self, config: Any, vendor: Any = None, first: Case | None = None) -> None:
         opt = config.getoption
         self.config = config
         self.vendor = vendor  # fake_driver.profile.VendorProfile of the run (None: the fake drivers')
@@ -294,7 +294,7 @@ class ClusterBackend:
                 requested = parse_gate_string(opt("--drakit-feature-gates") or "")
             except GateError as exc:
                 raise HarnessError(f"--drakit-feature-gates: {exc}") from None
-            main = LocalTarget(requested)
+            main = LocalTarget(requested, first)  # the first case's kubelets start with the cluster
             self._stops.append(main.stop)  # node side first, then the cluster
             self.main: Target = main
             self.alternate = Alternate(main)

@@ -10,19 +10,23 @@ the runtime, whose record a case can read (:meth:`CaseKubeletNodes.containers`).
 A kubelet takes about a second to start, so a running kubelet node serves every later case that
 names its node, whatever that case's hardware (:meth:`KubeletNodeSide.prepare`): with other
 hardware, once the kubelet holds no claim prepared, the node's CDI folder and driver files are
-emptied, the plugins of the drivers the new hardware keeps serve its devices on their running
-sockets (as a driver whose node's devices changed: no new registration, which costs a round of
-the kubelet's once-a-second plugin reconciler), those of drivers it lacks stop and those of
-drivers it adds start (the kubelet registers them as a driver's DaemonSet pod coming up);
-before every case its Node gets the
-case's labels and loses any other label, taint or cordon a case left (``reset_kubelet_node``).
-Nodes a case does not name are stopped (their Node deleted), so a case sees only its own nodes,
-as with kwok, unless the case runs no pod (then nothing of it can land on them). A kubelet whose
-node lost a driver wipes that driver's slices 30 s later (its ``wipingDelay``) unless the driver
-registers again; a case that publishes slices of such a driver on the node in that time gets a
-fresh kubelet instead. The backend publishes the case's ResourceSlices after a new kubelet's
-start-up wipe of its node's slices, and again after a restart step restarted the kubelet (a
-driver republishes at once).
+emptied and the plugins serve the new hardware's devices on their running sockets (as drivers
+whose node's devices changed). Every kubelet node runs a plugin of every fake driver
+(:func:`every_driver`), one whose driver has no devices on the node's hardware serving none (a
+driver's DaemonSet pod runs on every node, devices or not; nothing publishes slices for it, as
+the backend publishes the case's): so a hardware change never adds or removes a plugin, which
+would wait for the kubelet's once-a-second plugin reconciler, or have the kubelet wipe the
+slices of a driver gone from the node 30 s later (its ``wipingDelay``). Before every case its
+Node gets the case's labels and loses any other label, taint or cordon a case left
+(``reset_kubelet_node``). Nodes a case does not name are stopped (their Node deleted), so a case
+sees only its own nodes, as with kwok, unless the case runs no pod (then nothing of it can land
+on them). The backend publishes the case's ResourceSlices after a new kubelet's start-up wipe of
+its node's slices, and again after a restart step restarted the kubelet (a driver republishes at
+once).
+
+The kubelets of a run's first case start with the local cluster, beside its controllers
+(``LocalCluster(prestart_kubelet_nodes=...)``, :func:`kubelet_nodes_of`); that case's
+:meth:`KubeletNodeSide.prepare` gives them their plugins (or stops them if it runs elsewhere).
 
 Other case nodes are kwok nodes (``clusternode``): a node without hardware needs no node side;
 one with hardware and its own ``allocatable`` (which a kubelet would overwrite with the
@@ -31,16 +35,19 @@ machine's) keeps the node agent.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from typing import Any, Mapping
 
 from drakit.clusters.local.kubeletnode import containers_of, read_cri_record
 from drakit.clusters.nodeagent import LocalNode
-from drakit.fake_hw.inventory import build_inventory
+from drakit.fake_hw.inventory import DriverPool, NodeInventory, build_inventory
+from drakit.fake_hw.vendors import VENDORS
 
 from ..spec.case import Case
 from .base import HarnessError
+from .kubeapi import first_line
 from .clusternode import CaseNodes, ClusterNodeSide
 from .nodeside import FAKE_CRI
 from .reference import needs_device_metadata
@@ -57,11 +64,26 @@ def real_node_names(case: Case) -> set[str]:
 #: Kinds whose objects put pods on nodes: a case with none of them cannot use a node it does not name.
 POD_KINDS = frozenset({"Pod", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob",
                        "ReplicationController", "Node"})
-#: The kubelet's delay before it wipes the slices of a driver that went away (``defaultWipingDelay``
-#: in pkg/kubelet/cm/dra/manager.go, 30 s), with a margin.
-WIPE_DELAY = 35.0
 #: How long a hardware change waits for the kubelet to unprepare an earlier case's claims.
 SETTLE_SECONDS = 30.0
+
+
+def kubelet_nodes_of(case: Case) -> list[tuple[str, dict[str, str]]]:
+    """``(name, node labels)`` of the case's real kubelet nodes, as :meth:`KubeletNodeSide.prepare`
+    starts them (``LocalCluster(prestart_kubelet_nodes=...)`` for a run's first case)."""
+    out = []
+    for spec in case.nodes:
+        if spec.name in real_node_names(case):
+            assert spec.shape is not None
+            out.append((spec.name, {**build_inventory(spec.shape, spec.name).node_labels(), **spec.labels}))
+    return out
+
+
+def every_driver(inv: NodeInventory) -> NodeInventory:
+    """``inv`` with an empty pool for each fake driver it has no devices of (module docstring)."""
+    have = set(inv.drivers)
+    return dataclasses.replace(inv, pools=inv.pools + tuple(
+        DriverPool(v.driver, v.key, ()) for v in VENDORS if v.driver not in have))
 
 
 def runs_pods(case: Case) -> bool:
@@ -69,26 +91,10 @@ def runs_pods(case: Case) -> bool:
     return any(m.get("kind") in POD_KINDS for step in case.steps for m in step.manifests)
 
 
-def slice_drivers(case: Case, node: str) -> set[str]:
-    """The drivers of the ResourceSlices the case's own manifests publish on ``node``."""
-    return {str((m.get("spec") or {}).get("driver")) for step in case.steps for m in step.manifests
-            if m.get("kind") == "ResourceSlice" and (m.get("spec") or {}).get("nodeName") == node}
-
-
 class _Running:
     def __init__(self, key: tuple[Any, ...], local: LocalNode) -> None:
         self.key = key
         self.local = local
-        self.gone: dict[str, float] = {}  # drivers whose plugins went away -> when (monotonic)
-        self.generation = 0  # of the plugins (their socket folders: _plugins)
-
-    def wipe_pending(self, case: Case, node: str, drivers: tuple[str, ...] = ()) -> bool:
-        """Whether the kubelet may still wipe slices the case publishes on ``node`` (a driver
-        gone from the node less than :data:`WIPE_DELAY` ago, not among the case's ``drivers``)."""
-        now = time.monotonic()
-        self.gone = {d: t for d, t in self.gone.items() if now - t < WIPE_DELAY}
-        pending = set(self.gone) - set(drivers)
-        return bool(pending & slice_drivers(case, node))
 
 
 class CaseKubeletNodes:
@@ -170,8 +176,12 @@ class CaseKubeletNodes:
 class KubeletNodeSide:
     """Real kubelet nodes (and kwok nodes through ``clusternode``) for the cases' fake nodes."""
 
-    def __init__(self, cluster: Any, admin_api_client: Any, gates: Mapping[str, bool]) -> None:
+    def __init__(self, cluster: Any, admin_api_client: Any, gates: Mapping[str, bool],
+                 started: Mapping[str, Mapping[str, str]] | None = None) -> None:
         self.cluster = cluster  # clusters.local.launcher.LocalCluster with real nodes
+        # kubelets the cluster started with it for the first case (name -> labels): prepare()
+        # gives them their plugins if that case has them, else stops them
+        self._started = {n: dict(labels) for n, labels in (started or {}).items()}
         self.kwok = ClusterNodeSide(admin_api_client, gates)
         self.claims = self.kwok.claims
         self._nodes: dict[str, _Running] = {}
@@ -185,8 +195,12 @@ class KubeletNodeSide:
         names = real_node_names(case)
         metadata = needs_device_metadata(case)
         quiet = not runs_pods(case)
+        started, self._started = self._started, {}
+        wanted = dict(kubelet_nodes_of(case))
+        for name in [n for n, labels in started.items() if wanted.get(n) != labels]:
+            self._drop(name)  # started for a case with other nodes (the first case did not run here)
         for stale in [n for n in self._nodes if n not in {s.name for s in case.nodes}]:
-            if not (quiet and not self._nodes[stale].wipe_pending(case, stale)):
+            if not quiet:
                 self._drop(stale)  # a case sees its own nodes only, as with kwok nodes
         for spec in case.nodes:
             if spec.name not in names:
@@ -198,8 +212,12 @@ class KubeletNodeSide:
             key = (spec.shape, tuple(sorted(labels.items())), metadata)
             running = self._nodes.get(spec.name)
             kn = self.cluster.kubelet_node(spec.name)
+            if running is None and spec.name in started and wanted.get(spec.name) == started[spec.name]:
+                self._nodes[spec.name] = _Running(key, self._adopt(spec.name, labels, inv, metadata))
+                self.starts += 1
+                self.used.add(spec.name)
+                continue
             if (running is not None and kn is not None and kn.alive()
-                    and not running.wipe_pending(case, spec.name, inv.drivers)
                     and (running.key == key or self._rehome(spec.name, running, inv, key, metadata))):
                 try:
                     self.cluster.reset_kubelet_node(spec.name, labels)
@@ -233,16 +251,30 @@ class KubeletNodeSide:
             raise HarnessError(f"the real kubelet node {name} cannot start: {exc}") from None
         return self._plugins(kn, inv, metadata)
 
-    def _plugins(self, kn: Any, inv: Any, metadata: bool, generation: int = 0) -> LocalNode:
-        """The fake drivers' plugins of ``inv`` on the kubelet node ``kn``, started and registered.
-        Each later ``generation`` of plugins on the node has sockets of its own (in ``g<N>``
-        below the kubelet's plugins and plugins_registry folders): the kubelet's plugin manager
-        handles one operation per socket path at a time and reconciles once a second, so a new
-        plugin on the path of one just gone waits two rounds, on a new path one."""
-        sub = f"g{generation}" if generation else ""
-        local = LocalNode(inv, self.claims.get_claim, write_status=self.claims.write_device_status,
+    def _adopt(self, name: str, labels: dict[str, str], inv: Any, metadata: bool) -> LocalNode:
+        """The plugins of ``inv`` on the kubelet the cluster started early for this case, once it
+        is Ready (a kubelet registers a plugin that comes after its start at its plugin
+        reconciler's next round, within a second: before its pod watch starts, which is about a
+        second after its start); a kubelet that did not start is started again by :meth:`_start`."""
+        kn = self.cluster.kubelet_node(name)
+        if kn is not None and kn.alive():
+            local = self._plugins(kn, inv, metadata)
+            try:
+                self.cluster.wait_kubelet_nodes([name])
+                return local
+            except Exception as exc:  # noqa: BLE001 - started again below, with add_kubelet_node's retries
+                log.warning("kubelet node %s started with the cluster did not become Ready (%s); starting it again",
+                            name, first_line(exc))
+                local.stop()
+        self._drop(name)
+        return self._start(name, labels, inv, metadata)
+
+    def _plugins(self, kn: Any, inv: Any, metadata: bool) -> LocalNode:
+        """A plugin of every fake driver (:func:`every_driver`) on the kubelet node ``kn``,
+        serving the devices of ``inv``, started (:meth:`open` waits for their registration)."""
+        local = LocalNode(every_driver(inv), self.claims.get_claim, write_status=self.claims.write_device_status,
                           device_metadata=metadata, agent=False, root=kn.paths.dir / "plugin-data",
-                          dirs=(kn.paths.plugins_dir / sub, kn.paths.registry_dir / sub, kn.paths.cdi_dir))
+                          dirs=(kn.paths.plugins_dir, kn.paths.registry_dir, kn.paths.cdi_dir))
         try:
             local.start(timeout=15.0, wait=False)  # open() waits for the registration
         except RuntimeError as exc:
@@ -262,17 +294,11 @@ class KubeletNodeSide:
             return False
         t0 = time.monotonic()
         kn.clear_driver_files(kn.paths.dir / "plugin-data")
-        running.generation += 1
-        sub = f"g{running.generation}"
-        try:
-            gone = running.local.rehome(inv, device_metadata=metadata, timeout=15.0, wait=False,
-                                        dirs=(kn.paths.plugins_dir / sub, kn.paths.registry_dir / sub, kn.paths.cdi_dir))
+        try:  # every_driver: the same drivers on every hardware, so no plugin stops or starts
+            running.local.rehome(every_driver(inv), device_metadata=metadata, timeout=15.0, wait=False,
+                                 dirs=(kn.paths.plugins_dir, kn.paths.registry_dir, kn.paths.cdi_dir))
         except RuntimeError as exc:
             raise HarnessError(str(exc)) from None
-        now = time.monotonic()
-        running.gone.update({d: now for d in gone})
-        for d in inv.drivers:
-            running.gone.pop(d, None)
         running.key = key
         self.reuses += 1
         log.info("kubelet node %s: new hardware %s on the running kubelet in %.2f s", name, key[0],

@@ -39,14 +39,20 @@ class LocalTarget(Target):
     """A local control plane started here with ``requested`` gates on top of drakit's DRA
     defaults; :meth:`stop` stops its node side, then the cluster."""
 
-    def __init__(self, requested: Mapping[str, bool]) -> None:
+    def __init__(self, requested: Mapping[str, bool], first: Any = None) -> None:
         from drakit.clusters.local.kwokconfig import PREPARED
         from drakit.clusters.local.launcher import ClusterError, LocalCluster
+        from .kubeletside import kubelet_nodes_of
         self.requested = dict(requested)
         # Real kubelet nodes for the cases' fake hardware, unless DRAKIT_NODE_SIDE=agent asks for
         # kwok nodes with drakit's node agent (or the machine cannot run kubelets: no root).
         real = os.environ.get("DRAKIT_NODE_SIDE", "kubelet") != "agent"
-        self.cluster = LocalCluster(gates=self.requested or None, stage_set=PREPARED, real_nodes=real)
+        # The kubelets of the ``first`` case to run here start with the cluster, beside its
+        # controllers (a kubelet takes about a second); a case with gates of its own runs on
+        # an alternate cluster, so none start for it.
+        early = kubelet_nodes_of(first) if real and first is not None and not first.feature_gates else []
+        self.cluster = LocalCluster(gates=self.requested or None, stage_set=PREPARED, real_nodes=real,
+                                    prestart_kubelet_nodes=early)
         try:
             self.cluster.up()
         except ClusterError as exc:
@@ -59,7 +65,7 @@ class LocalTarget(Target):
             started = {g: v for comp in self.cluster.gates.values() for g, v in comp.items()}
             found = discover(api.version(), api.get_json, None,
                              known_gates={g: v for g, v in started.items() if g in DEFAULT_GATES})
-            node_side: Any = (KubeletNodeSide(self.cluster, api.api_client, found.gates)
+            node_side: Any = (KubeletNodeSide(self.cluster, api.api_client, found.gates, started=dict(early))
                               if self.cluster.real is not None else ClusterNodeSide(api.api_client, found.gates))
             self.flagged = frozenset(started)  # the gates it was started with a flag for
         except BaseException:

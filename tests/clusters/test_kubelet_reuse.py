@@ -6,8 +6,6 @@ node side on a local cluster, as ``drakit run --cluster local`` does, case after
 from __future__ import annotations
 
 import sys
-import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -126,7 +124,10 @@ def test_a_running_kubelet_takes_the_next_hardware_and_keeps_nothing_of_the_last
     # the container saw the new hardware's device only, from drivers that never saw the last case
     assert second["cdiDevices"] and all(d.startswith("k8s.gpu.acme.example.com/") for d in second["cdiDevices"])
     local = side._nodes["node-a"].local
-    assert sorted(local.plugins) == ["gpu.acme.example.com", "nic.swift.example.com"]
+    # every fake driver keeps its plugin; gpu.nova's serves no device on this hardware
+    assert sorted(local.plugins) == ["gpu.acme.example.com", "gpu.nova.example.com", "nic.swift.example.com"]
+    assert not local.plugins["gpu.nova.example.com"].driver.devices
+    assert local.plugins["gpu.acme.example.com"].driver.devices
     assert all(c["claims"] and all("reuse-a" not in str(x) for x in c["claims"]) for c in local.plugin_calls())
     wait_for("nothing prepared", lambda: not kn.prepared_claims(), 30)
 
@@ -138,38 +139,32 @@ def test_a_running_kubelet_takes_the_next_hardware_and_keeps_nothing_of_the_last
     assert kube.get("/api/v1/nodes/node-a") is None
 
 
-def test_a_case_publishing_slices_of_a_driver_the_kubelet_may_still_wipe_gets_a_fresh_kubelet(
-        side: KubeletNodeSide, tmp_path: Path) -> None:
-    """A driver the node lost is wiped by the kubelet 30 s later: a case that publishes its own
-    slices of that driver on the node within that time must not meet the wipe."""
+def test_a_hardware_change_keeps_every_plugin_registered(side: KubeletNodeSide) -> None:
+    """A driver the new hardware lacks keeps its plugin, registered, serving no device; one it
+    adds was registered already: the kubelet never deregisters a driver on a hardware change
+    (which would wipe that driver's slices on the node 30 s later, and a plugin it must register
+    waits for its once-a-second plugin reconciler)."""
     server = _case("server2", "[{name: node-a, shape: server-8gpu}]", True)
     small = _case("small2", "[{name: node-a, shape: small-1gpu}]", True)
-    side.prepare(server)
+    side.prepare(small)
+    side.open(small, "reuse-plugins")
     starts = side.starts
-    side.prepare(small)  # gpu.nova went away just now
-    assert side.starts == starts
-    text = textwrap.dedent("""\
-        id: reuse/own-slice
-        title: t
-        features: [core]
-        description: d
-        hardware:
-          nodes: [{name: node-a, shape: small-1gpu}]
-        steps:
-          - apply:
-              - apiVersion: resource.k8s.io/v1
-                kind: ResourceSlice
-                metadata: {name: own}
-                spec:
-                  driver: gpu.nova.example.com
-                  nodeName: node-a
-                  pool: {name: own, generation: 1, resourceSliceCount: 1}
-                  devices: [{name: d0}]
-        """)
-    loaded = load_text(text, "own.case.yaml", {}, vocabulary=frozenset(load_profile()))
-    assert not loaded.errors, loaded.errors
-    side.prepare(loaded.cases[0])
-    assert side.starts == starts + 1, "a fresh kubelet: no wipe of gpu.nova is pending on it"
+    local = side._nodes["node-a"].local
+    before = dict(local.plugins)
+    assert sorted(before) == ["gpu.acme.example.com", "gpu.nova.example.com", "nic.swift.example.com"]
+    assert not before["gpu.nova.example.com"].driver.devices
+    side.prepare(server)  # gpu.nova gets devices
+    assert side.starts == starts and side._nodes["node-a"].local is local
+    assert local.plugins == before, "the same plugins, on their sockets"
+    assert local.plugins["gpu.nova.example.com"].driver.devices
+    assert all(p.server.registered.is_set() for p in local.plugins.values())
+    side.prepare(small)  # and loses them again
+    assert side.starts == starts and local.plugins == before
+    assert not local.plugins["gpu.nova.example.com"].driver.devices
+    assert all(p.server.registered.is_set() for p in local.plugins.values())
+    log = (side.cluster.kubelet_node("node-a").paths.dir / "kubelet.log").read_text(errors="replace")
+    assert "Unregistered DRA plugin" not in log  # dra_plugin_manager logs at -v 3 (kubeletnode)
+    assert log.count('"Registered DRA plugin"') == 3, "each driver registered once, at the kubelet's start"
 
 
 def test_a_case_ends_once_the_kubelet_unprepared_its_pods(side: KubeletNodeSide) -> None:
@@ -209,3 +204,34 @@ def test_a_case_ends_once_the_kubelet_unprepared_its_pods(side: KubeletNodeSide)
         nodes.close()
         for name in slices:
             kube.request("DELETE", f"/apis/resource.k8s.io/v1/resourceslices/{name}")
+
+
+def test_the_first_cases_kubelets_start_with_the_cluster_and_serve_it(tmp_path) -> None:
+    """``LocalCluster(prestart_kubelet_nodes=...)`` starts kubelets as soon as its API server is
+    ready; the node side gives the first case the one it names, with that case's labels, as it
+    runs (same kubelet process, a pod runs with the driver's device), and stops one it does not."""
+    from drakit.conformance.backends.kubeletside import kubelet_nodes_of
+
+    reason = kubelet_skip_reason()
+    if reason:
+        skip_or_fail(reason)
+    case = _case("early", "[{name: node-a, shape: small-1gpu}]", True)
+    [(name, labels)] = kubelet_nodes_of(case)
+    assert name == "node-a" and labels["drakit.dev/shape"] == "small-1gpu"
+    early = {"node-a": labels, "node-b": {"drakit.dev/shape": "server-8gpu"}}
+    with LocalCluster(tmp_path / "early", stage_set=PREPARED, prestart_kubelet_nodes=list(early.items())) as cluster:
+        assert cluster.kubelet_node("node-a") is not None and cluster.kubelet_node("node-b") is not None
+        pid = cluster.kubelet_node("node-a").procs["kubelet"].pid
+        from drakit.conformance.backends.kubeapi import KubeApi
+        api = KubeApi(str(cluster.kubeconfig), None, cache_dir=cluster.run_dir)
+        side = KubeletNodeSide(cluster, api.api_client, {}, started=early)
+        try:
+            record = _run_case(side, case, "early", "gpu.acme.example.com")
+            assert side.starts == 1 and cluster.kubelet_node("node-a").procs["kubelet"].pid == pid
+            assert record["cdiDevices"] and all(d.startswith("k8s.gpu.acme.example.com/") for d in record["cdiDevices"])
+            assert cluster.kubelet_node("node-b") is None, "a kubelet the case does not name is stopped"
+            kube = Kube(load_api_client(cluster.kubeconfig))
+            assert kube.get("/api/v1/nodes/node-b") is None
+            assert kube.get("/api/v1/nodes/node-a")["metadata"]["labels"]["drakit.dev/shape"] == "small-1gpu"
+        finally:
+            side.stop()

@@ -359,13 +359,7 @@ class LocalCluster(ComponentFlags, KubeletNodes):
         self.timings["kube-apiserver"] = time.monotonic() - t
         self._check_api_versions()
         if self.real_nodes_reason is None:
-            self.real = RealNodes(run_dir=d, bin_dir=self.bin_dir, server=self.server, pki_=p,
-                                  kubelet_gates=self.gates.get("kubelet", {}), detached=self.detached,
-                                  on_procs=self._save_state, progress=self.progress)
-            if self.real.outside_run_dir:
-                self._extra_dirs.append(str(self.real.nodes_dir))
-            self._save_state()
-            self._prestart_kubelets()
+            self._start_real_nodes(p)
 
         t = time.monotonic()
         self._start("kube-controller-manager", self._kcm_args(controllers))
@@ -385,17 +379,6 @@ class LocalCluster(ComponentFlags, KubeletNodes):
                 self.timings["kubelet-nodes"] = time.monotonic() - t
         elif self.kubelet_nodes:
             self.progress(f"{self.real_nodes_reason}; the cluster has kwok nodes only")
-
-    def _prestart_kubelets(self) -> None:
-        """Start the ``prestart_kubelet_nodes`` as soon as the API server is ready (a kubelet
-        needs nothing else), so that their start overlaps the controllers'; ``up()`` does not
-        wait for them. One that cannot start is said and left to whoever asked for it (its
-        ``alive()`` is false): the cluster still comes up."""
-        for name, labels in self.prestart_kubelet_nodes:
-            try:
-                self.add_kubelet_node(name, labels, wait=False)
-            except ClusterError as exc:
-                self.progress(f"kubelet node {name} not started early: {exc}")
 
     def _resolve_gates_and_controllers(self) -> tuple[dict[str, dict[str, bool]], str]:
         binaries = KUBE_COMPONENTS + (("kubelet",) if self.real_nodes_reason is None else ())

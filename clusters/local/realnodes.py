@@ -165,17 +165,45 @@ class KubeletNodes:
 
     real: RealNodes | None
     real_nodes_reason: str | None
+    prestart_kubelet_nodes: list[tuple[str, Mapping[str, str]]]
+    run_dir: Path
+    bin_dir: Path
+    detached: bool
+    gates: dict[str, dict[str, bool]]
+    _extra_dirs: list[str]
     kubelet_claim_read: bool
     timeout: float
     progress: Progress
     _procs: list[procs.ProcInfo]
     _popen: dict[int, Any]
 
+    @property
+    def server(self) -> str:
+        raise NotImplementedError
+
     def _api_ctx(self) -> ssl.SSLContext:
         raise NotImplementedError
 
     def _save_state(self) -> None:
         raise NotImplementedError
+
+    def _start_real_nodes(self, pki_: pki.PKI) -> None:
+        """The cluster's :class:`RealNodes`, once its API server is ready, and the
+        ``prestart_kubelet_nodes`` started at once (a kubelet needs nothing else), so that their
+        start overlaps the controllers'; ``up()`` does not wait for them. One that cannot start
+        is said and left to whoever asked for it (its ``alive()`` is false): the cluster still
+        comes up."""
+        self.real = RealNodes(run_dir=self.run_dir, bin_dir=self.bin_dir, server=self.server, pki_=pki_,
+                              kubelet_gates=self.gates.get("kubelet", {}), detached=self.detached,
+                              on_procs=self._save_state, progress=self.progress)
+        if self.real.outside_run_dir:
+            self._extra_dirs.append(str(self.real.nodes_dir))
+        self._save_state()
+        for name, labels in self.prestart_kubelet_nodes:
+            try:
+                self.add_kubelet_node(name, labels, wait=False)
+            except ClusterError as exc:
+                self.progress(f"kubelet node {name} not started early: {exc}")
 
     def _sync_procs(self) -> None:
         """The cluster's process list, with the real nodes' current processes."""

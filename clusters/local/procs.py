@@ -48,11 +48,29 @@ def start_ticks(pid: int) -> int | None:
 
 
 def is_alive(pid: int, ticks: int | None = None) -> bool:
-    """Running (not a zombie) and, when ``ticks`` is given, the very same process."""
+    """Running (not a zombie) and, when ``ticks`` is given, the very same process. A process
+    whose main thread is a zombie while other threads still exit (a killed Go program) is still
+    alive: they hold its files, listening sockets among them."""
     f = _stat_fields(pid)
-    if not f or f[0] in ("Z", "X"):
+    if not f or f[0] == "X" or (f[0] == "Z" and not _threads_exiting(pid)):
         return False
     return ticks is None or int(f[19]) == ticks
+
+
+def _threads_exiting(pid: int) -> bool:
+    """Whether a thread other than the (zombie) main one is still there, not yet a zombie."""
+    try:
+        tids = [t.name for t in Path(f"/proc/{pid}/task").iterdir() if t.name != str(pid)]
+    except OSError:
+        return False
+    for tid in tids:
+        try:
+            raw = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+        except OSError:
+            continue
+        if raw[raw.rfind(")") + 2:].split()[:1] not in (["Z"], ["X"], []):
+            return True
+    return False
 
 
 def group_members(pgid: int) -> list[int]:

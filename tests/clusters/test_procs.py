@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -221,3 +222,21 @@ def test_die_with_parent_does_not_wait_when_the_program_execs_another_at_once(tm
         assert procs.info_alive(info)  # the death signal itself: the test above
     finally:
         procs.stop([info], timeout=5, popen={popen.pid: popen})
+
+
+def test_a_process_whose_main_thread_exited_first_is_alive_until_its_last_thread_is_gone() -> None:
+    """A killed Go program's main thread becomes a zombie while its other threads still exit,
+    holding its files (a listening port among them): teardown must wait for those too."""
+    child = subprocess.Popen([sys.executable, "-c", "import ctypes, threading, time\n"
+                              "threading.Thread(target=time.sleep, args=(60,)).start()\n"
+                              "time.sleep(0.1)\nctypes.CDLL(None).pthread_exit(None)\n"])
+    try:
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline, "the child's main thread did not exit"
+            time.sleep(0.05)
+        assert procs.is_alive(child.pid)  # its sleeping thread is still there
+    finally:
+        child.kill()
+        child.wait()
+    assert not procs.is_alive(child.pid)

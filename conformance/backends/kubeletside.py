@@ -72,8 +72,9 @@ def kubelet_nodes_of(case: Case) -> list[tuple[str, dict[str, str]]]:
     """``(name, node labels)`` of the case's real kubelet nodes, as :meth:`KubeletNodeSide.prepare`
     starts them (``LocalCluster(prestart_kubelet_nodes=...)`` for a run's first case)."""
     out = []
+    names = real_node_names(case)
     for spec in case.nodes:
-        if spec.name in real_node_names(case):
+        if spec.name in names:
             assert spec.shape is not None
             out.append((spec.name, {**build_inventory(spec.shape, spec.name).node_labels(), **spec.labels}))
     return out
@@ -196,9 +197,11 @@ class KubeletNodeSide:
         metadata = needs_device_metadata(case)
         quiet = not runs_pods(case)
         started, self._started = self._started, {}
-        wanted = dict(kubelet_nodes_of(case))
-        for name in [n for n, labels in started.items() if wanted.get(n) != labels]:
-            self._drop(name)  # started for a case with other nodes (the first case did not run here)
+        if started:  # the run's first case here: the kubelets the cluster started for it
+            wanted = dict(kubelet_nodes_of(case))
+            for name in [n for n, labels in started.items() if wanted.get(n) != labels]:
+                self._drop(name)  # started for a case with other nodes (the first case did not run here)
+                del started[name]
         for stale in [n for n in self._nodes if n not in {s.name for s in case.nodes}]:
             if not quiet:
                 self._drop(stale)  # a case sees its own nodes only, as with kwok nodes
@@ -212,7 +215,7 @@ class KubeletNodeSide:
             key = (spec.shape, tuple(sorted(labels.items())), metadata)
             running = self._nodes.get(spec.name)
             kn = self.cluster.kubelet_node(spec.name)
-            if running is None and spec.name in started and wanted.get(spec.name) == started[spec.name]:
+            if running is None and started.get(spec.name) == labels:
                 self._nodes[spec.name] = _Running(key, self._adopt(spec.name, labels, inv, metadata))
                 self.starts += 1
                 self.used.add(spec.name)

@@ -235,16 +235,11 @@ class FakeDriver:
             return f"the driver's checkpoint could not be flushed to disk: {err.strerror or err}"
         return None
 
-    # -- locking --------------------------------------------------------------------------------
-
-    def _claim_lock(self, uid: str) -> Any:
-        return self._claim_locks.hold(uid)
-
     # -- prepare --------------------------------------------------------------------------------
 
     def _prepare_one(self, ref: ClaimRef) -> tuple[PreparedDevice, ...]:
         _check_ref(ref)
-        with self._claim_lock(ref.uid):
+        with self._claim_locks.hold(ref.uid):
             with self._state:
                 existing = self._prepared.get(ref.uid)
             if existing is not None:
@@ -432,7 +427,7 @@ class FakeDriver:
             self._failed_once.add(ref.uid)  # the first call fails; the kubelet's retry (10-15 s later) succeeds
             raise ClaimError("planted fault unprepare-fails")  # a failure on purpose: no crash file
         _check_ref(ref)
-        with self._claim_lock(ref.uid):
+        with self._claim_locks.hold(ref.uid):
             with self._state:
                 record = self._prepared.get(ref.uid)
             if "leak-on-unprepare" in self.planted:  # planted fault: the files stay behind

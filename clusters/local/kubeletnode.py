@@ -175,6 +175,9 @@ def kubelet_config(paths: NodePaths, *, port: int, healthz_port: int, ca_file: P
         "fileCheckFrequency": "0s",
         "shutdownGracePeriod": "0s",
         "protectKernelDefaults": False,
+        # The kubelet runs in the host's network namespace: never let it add its iptables
+        # chains (KUBE-FIREWALL, KUBE-KUBELET-CANARY, ...) to the host's ruleset.
+        "makeIPTablesUtilChains": False,
     }
     if v1:
         cfg["failCgroupV1"] = False

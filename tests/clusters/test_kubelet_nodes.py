@@ -38,6 +38,8 @@ def test_kubelet_config_states_cgroup_v1_only_there(tmp_path):
         assert cfg["cgroupDriver"] == "cgroupfs" and cfg["cgroupsPerQOS"] is False
         assert cfg["enforceNodeAllocatable"] == [] and cfg["failSwapOn"] is False
         assert cfg["containerRuntimeEndpoint"] == f"unix://{paths.cri_socket}"
+        # a kubelet in the host's network namespace must not touch the host's firewall
+        assert cfg["makeIPTablesUtilChains"] is False
         # every folder the kubelet writes to is the node's own
         for key in ("podLogsDir", "volumePluginDir"):
             assert cfg[key].startswith(str(paths.dir))

@@ -226,3 +226,13 @@ def test_a_plugin_version_is_read_from_its_build_info_metric(tmp_path: Path) -> 
                                             "buildVersionSource": "kubernetes_build_info on its metrics endpoint"}
     page.write_text("go_goroutines 7\n")
     assert "no *_build_info metric" in build_version(page.as_uri())["buildVersionError"]
+
+
+def test_a_missing_version_says_why_the_metrics_gave_none() -> None:
+    from drakit.conformance.backends.drivertarget import version_from_metrics
+    from drakit.fake_driver.profile import PluginSpec
+    with_port = PluginSpec(("drv", "--http-endpoint", "127.0.0.1:{metricsPort}"), metrics_path="/metrics")
+    seen = {"buildVersionError": "http://127.0.0.1:1/metrics: no *_build_info metric with a version label"}
+    assert version_from_metrics(with_port, seen) == seen["buildVersionError"]
+    assert "no plugin.metricsPath" in version_from_metrics(PluginSpec(("drv",)), {})
+    assert "no {metricsPort}" in version_from_metrics(PluginSpec(("drv",), metrics_path="/metrics"), {})

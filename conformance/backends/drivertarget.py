@@ -151,7 +151,7 @@ class DriverSide:
         else:  # say where drakit looked
             version = (f"not published (no device attribute {key}" if key else
                        "not published (the profile names no version attribute") + (
-                ", no metrics endpoint in the profile's plugin command)" if self.nodes is not None else ")")
+                f"; {version_from_metrics(self.dut.plugin, seen)})" if self.nodes is not None else ")")
         out: dict[str, Any] = {"name": self.dut.driver, "version": version, "role": self.dut.role,
                                "deviceClass": self.dut.class_name, "publishedSlices": len(slices)}
         if seen.get("registration"):
@@ -165,6 +165,15 @@ class DriverSide:
         elif self.start_error:
             out["nodesError"] = self.start_error
         return out
+
+
+def version_from_metrics(plugin: Any, seen: dict[str, Any]) -> str:
+    """Why the plugin's metrics gave no version, in words for the report."""
+    if plugin is None or not plugin.metrics_path:
+        return "the profile gives no plugin.metricsPath to read a *_build_info metric from"
+    if not any("{metricsPort}" in arg for arg in plugin.command):
+        return "the profile's plugin command has no {metricsPort} for its metrics endpoint"
+    return seen.get("buildVersionError") or "the metrics endpoint was not read"
 
 
 _OPTIONAL = {"admin-access", "prioritized-list", "partitionable-devices", "consumable-capacity", "device-status",

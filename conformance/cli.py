@@ -50,6 +50,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--keep-on-failure", action="store_true", help="cluster backend: keep a failed case's objects")
     run.add_argument("--max-case-size", default=None, metavar="SIZE",
                      help="refuse case files larger than this, e.g. 4MiB (default: 1 MiB)")
+    run.add_argument("--shard", default=None, metavar="I/N",
+                     help="run only the i-th of N shards of the cases (split by case id; the cluster-wide ones all in "
+                          "shard 1); merge the shards' results.json with 'drakit report --merge'")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress and no matrix: print only failures and the verdict")
     run.add_argument("-v", "--verbose", action="store_true", help="one line per case")
     run.add_argument("--plain", action="store_true",
@@ -69,10 +72,11 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--allow-removed", action="store_true",
                      help="with --compare: required cases that passed in OLD and are missing or skipped in NEW are "
                           "listed but do not fail the gate (a suite or selection shrunk on purpose)")
-    rep.add_argument("--merge", action="append", default=[], metavar="CASES.json",
-                     help="add the cases of another source first, e.g. node-check.json from 'drakit node-check "
-                          "--out' (their backend, node-plugin, becomes a matrix column); results.json in the "
-                          "output folder is rewritten with them (repeatable)")
+    rep.add_argument("--merge", nargs="+", action="extend", default=[], metavar="FILE",
+                     help="without RESULTS.json: the results.json of every shard of a run ('drakit run --shard i/N'), "
+                          "merged into one run with one verdict (incomplete when a case is missing or doubled). "
+                          "With RESULTS.json: add the cases of another source, e.g. node-check.json from 'drakit "
+                          "node-check --out' (their backend, node-plugin, becomes a matrix column)")
     rep.add_argument("--out", default=None, help="output folder (default: next to results.json, or next to NEW)")
 
     lint = sub.add_parser("lint", help="load case files and print every problem (no target needed)",
@@ -171,6 +175,12 @@ def _check_run_options(args: argparse.Namespace) -> str | None:
         parse_gates(args.feature_gates)
     except ValueError as exc:
         return f"--feature-gates: {exc}"
+    if args.shard is not None:
+        from .shards import parse_shard
+        try:
+            parse_shard(args.shard)
+        except ValueError as exc:
+            return f"--shard: {exc}"
     cluster_only = [flag for flag, given in (("--kubeconfig", args.kubeconfig), ("--context", args.context),
                                              ("--cluster", args.cluster), ("--install-driver", args.install_driver))
                     if given]
@@ -242,6 +252,8 @@ def _run(args: argparse.Namespace) -> int:
         pytest_args += ["-k", args.keyword]
     if args.markexpr:
         pytest_args += ["-m", args.markexpr]
+    if args.shard:
+        pytest_args += ["--drakit-shard", args.shard]
     pytest_args += [str(p) for p in paths]
     from drakit.clusters.leftovers import sweep
     sweep(progress=lambda m: print(f"drakit: {m}", file=sys.stderr))  # what killed runs left behind
@@ -269,18 +281,24 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_FAILED  # cmd_run turns it into 130/143
     if any(c.get("backend") == "-" for c in results["cases"]):
         return EXIT_USAGE
-    return EXIT_OK if results["verdict"]["result"] == "pass" else EXIT_FAILED
+    if results["verdict"]["result"] == "pass":
+        return EXIT_OK
+    # a shard is a part of a run (verdict incomplete): it exits 0 when its own cases did
+    return EXIT_OK if args.shard and {r["code"] for r in results["verdict"]["reasons"]} == {"shard"} else EXIT_FAILED
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from drakit.reports import ResultsError, load_results
     from drakit.reports.render import render_all
-    if (args.results is None) == (args.compare is None) or (args.compare and args.merge):
-        print("drakit report: give either RESULTS.json [--merge CASES.json] or --compare OLD.json NEW.json",
-              file=sys.stderr)
+    if args.compare and (args.merge or args.results) or not (args.compare or args.results or args.merge):
+        print("drakit report: give RESULTS.json [--merge CASES.json], --merge SHARD.json... or --compare OLD.json "
+              "NEW.json", file=sys.stderr)
         return EXIT_USAGE
     if args.compare:
         return cmd_compare(args)
+    if args.results is None:
+        from .shardcli import merge_shard_files
+        return merge_shard_files(args.merge, args.out)
     try:
         results = load_results(Path(args.results))
     except (OSError, ResultsError) as exc:

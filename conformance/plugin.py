@@ -71,6 +71,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="cluster backend: leave a failed case's namespace and objects in place")
     g.addoption("--drakit-max-case-size", default=None, metavar="SIZE",
                 help="refuse case files larger than this, e.g. 4MiB (default: 1 MiB)")
+    g.addoption("--drakit-shard", default=None, metavar="I/N",
+                help="run only the i-th of N shards of the selected cases (conformance.shards); results.json "
+                     "records the whole plan, for 'drakit report --merge'")
     g.addoption("--drakit-handle-signals", action="store_true",
                 help="SIGINT/SIGTERM stop the cases, clean up what drakit started and record the run as "
                      "interrupted (drakit run sets it; see conformance.interrupt)")
@@ -112,11 +115,16 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--max-case-size: {exc}") from None
     if "cluster" in backends:
         _check_cluster_options(config, vendor)
+    shard = _shard(config)
+    if shard is not None:
+        from .shardselect import ShardSelect
+        config.pluginmanager.register(ShardSelect(shard, config.getoption("--drakit-out")), "drakit-shard")
     config.stash[_BACKENDS] = {"names": [b for b in BACKEND_ORDER if b in backends], "gates": gates, "instances": {}}
     if config.getoption("--drakit-handle-signals"):
         INTERRUPTS.install(announce=not hasattr(config, "workerinput"))
     if not hasattr(config, "workerinput"):
-        collector = ResultsCollector(config, gates=gates, backends=config.stash[_BACKENDS]["names"], vendor=vendor)
+        collector = ResultsCollector(config, gates=gates, backends=config.stash[_BACKENDS]["names"], vendor=vendor,
+                                     shard=shard)
         config.stash[_COLLECTOR] = collector
         config.pluginmanager.register(collector, "drakit-results")
 
@@ -138,6 +146,18 @@ def pytest_configure_node(node: Any) -> None:
         config.stash[_LOCK_DIR] = folder
         config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
     node.workerinput["drakit_lock_dir"] = config.stash[_LOCK_DIR]
+
+
+def _shard(config: pytest.Config) -> Any:
+    """The ``--drakit-shard`` of the run (None: the whole run); a bad value is a usage error."""
+    text = config.getoption("--drakit-shard")
+    if text is None:
+        return None
+    from .shards import parse_shard
+    try:
+        return parse_shard(text)
+    except ValueError as exc:
+        raise pytest.UsageError(f"--shard: {exc}") from None
 
 
 def _check_cluster_options(config: pytest.Config, vendor: Any) -> None:

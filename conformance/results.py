@@ -124,8 +124,9 @@ class ResultsCollector:
     known here."""
 
     def __init__(self, config: pytest.Config, *, gates: dict[str, bool], backends: list[str],
-                 vendor: Any = None) -> None:
+                 vendor: Any = None, shard: Any = None) -> None:
         self.config = config
+        self.shard = shard  # shards.Shard of --drakit-shard, None for a whole run
         self.gates = gates
         self.backends = backends
         self.vendor = vendor  # fake_driver.profile.VendorProfile (None: the bundled fake drivers')
@@ -213,6 +214,8 @@ class ResultsCollector:
             "features": [f.to_json() for f in FEATURES],
             "cases": cases,
         }
+        if self.shard is not None:
+            results["run"]["shard"] = read_plan(self.config.getoption("--drakit-out"), self.shard)
         results["summary"] = compute_summary(cases)
         from drakit.reports.driver import driver_reasons, driver_section
         results["verdict"] = compute_verdict(cases, self._run_reasons(cases)
@@ -223,15 +226,20 @@ class ResultsCollector:
         return results
 
     def _run_reasons(self, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The verdict reasons the cases cannot show: an interrupt, with the cases it left out."""
+        """The verdict reasons the cases cannot show: a shard is a part of a run; an interrupt,
+        with the cases it left out."""
+        reasons = []
+        if self.shard is not None:
+            from drakit.reports.shardmerge import shard_reason
+            reasons.append(shard_reason(self.shard.index, self.shard.count, len(cases)))
         if not INTERRUPTS.interrupted:
-            return []
+            return reasons
         from drakit.reports import MAX_REASON_CASES
         done = {c["nodeid"] for c in cases}
         not_run = [node_case(n) for n in self.planned if n not in done]
         phase = {"start-up": "at start-up", "cases": "during the cases", "teardown": "during teardown"}[
             INTERRUPTS.phase or "cases"]
-        return [{"code": "interrupted", "signal": INTERRUPTS.signal, "phase": INTERRUPTS.phase or "cases",
+        return reasons + [{"code": "interrupted", "signal": INTERRUPTS.signal, "phase": INTERRUPTS.phase or "cases",
                  "message": f"interrupted by {INTERRUPTS.signal} {phase}: {len(cases)} of "
                             f"{max(len(self.planned), len(cases))} cases finished, {len(not_run)} not run",
                  "count": len(not_run), "cases": not_run[:MAX_REASON_CASES]}]
@@ -272,6 +280,20 @@ class ResultsCollector:
         out = self.config.getoption("--drakit-out")
         if out:
             terminalreporter.write_line(f"drakit: wrote {Path(out) / 'results.json'}, junit.xml, report.html")
+
+
+def read_plan(out: str | None, shard: Any) -> dict[str, Any]:
+    """``run.shard`` of a shard's results: the plan ``shardselect`` wrote beside them (removed
+    once read). A shard whose processes collected nothing records an empty plan."""
+    from .shards import PLAN_FILE
+    path = Path(out) / PLAN_FILE if out else None
+    data: dict[str, Any] = {"index": shard.index, "count": shard.count, "plan": []}
+    if path is not None and path.exists():
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        finally:
+            path.unlink(missing_ok=True)
+    return data
 
 
 def write_results(results: dict[str, Any], out: Path) -> dict[str, Path]:

@@ -33,6 +33,9 @@ VERDICT_REASON_CODES: dict[str, str] = {
     "nothing-ran": "incomplete",       # no required case passed: the run tested nothing
     "interrupted": "incomplete",       # SIGINT/SIGTERM stopped the run: signal, phase, the cases not run
     "driver-not-exercised": "incomplete",  # no case exercised the driver under test
+    "shard": "incomplete",             # one shard's results (drakit run --shard i/N): a part of a run
+    "shard-missing": "incomplete",     # merged shards: cases of the plan in no shard's results (shards named)
+    "case-doubled": "incomplete",      # merged shards: a case in more than one shard's results
 }
 CASE_REASON_CODES = frozenset({"case-failed", "load-error", "required-skipped", "nothing-ran"})
 MAX_REASON_CASES = 1000  # case references listed under one reason

@@ -1,0 +1,56 @@
+"""``drakit report --merge SHARD.json...``: a run's shards merged into one run and its reports."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def merge_results(sources: Sequence[tuple[str, dict[str, Any]]], out: Path) -> dict[str, Any]:
+    """Merge the shards' results (``(name, results)``) and write results.json, junit.xml and
+    report.html to *out*; the merged results. ShardMergeError when they are not one run's."""
+    from drakit.reports.shardmerge import merge_shards
+    from .results import write_results
+    merged = merge_shards(sources)
+    write_results(merged, out)
+    return merged
+
+
+def verdict_lines(merged: dict[str, Any]) -> list[str]:
+    """The verdict and its reasons, one line each."""
+    lines = [f"verdict: {merged['verdict']['result'].upper()}"]
+    lines += [f"  {r['code']}: {r['message']}" for r in merged["verdict"].get("reasons") or []]
+    return lines
+
+
+def merge_shard_files(paths: Sequence[str], out_arg: str | None) -> int:
+    from drakit.reports import ResultsError, load_results
+    from drakit.reports.shardmerge import ShardMergeError
+    from drakit.reports.text import render_summary
+    sources = []
+    for path in paths:
+        try:
+            sources.append((path, load_results(Path(path))))
+        except (OSError, ResultsError) as exc:
+            print(f"drakit report --merge: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    out = Path(out_arg or "drakit-out")
+    if any((out / "results.json").resolve() == Path(p).resolve() for p in paths):
+        print(f"drakit report --merge: --out {out} would overwrite a shard's results.json: give another --out",
+              file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        merged = merge_results(sources, out)
+    except ShardMergeError as exc:
+        print(f"drakit report --merge: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        print(f"drakit report --merge: --out {out}: cannot write there: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(render_summary(merged, color=False, matrix=False), end="")
+    print(f"drakit: wrote {out / 'results.json'}, {out / 'junit.xml'}, {out / 'report.html'}")
+    return EXIT_OK if merged["verdict"]["result"] == "pass" else EXIT_FAILED

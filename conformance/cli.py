@@ -93,8 +93,9 @@ def _parser() -> argparse.ArgumentParser:
     from drakit.clusters import cli as cluster_cli
     from drakit.clusters.nodeagent import cli as agent_cli
     from drakit.fake_driver import cli as driver_cli
+    from .explain import cli as explain_cli
     from .nodecheck import cli as nodecheck_cli
-    for module in (cluster_cli, driver_cli, nodecheck_cli, agent_cli):
+    for module in (cluster_cli, driver_cli, nodecheck_cli, agent_cli, explain_cli):
         module.add_parsers(sub)
     return p
 
@@ -121,9 +122,10 @@ def _dispatch(argv: Sequence[str] | None) -> int:
     from drakit.clusters import cli as cluster_cli
     from drakit.clusters.nodeagent import cli as agent_cli
     from drakit.fake_driver import cli as driver_cli
+    from .explain import cli as explain_cli
     from .nodecheck import cli as nodecheck_cli
     handlers = {"cluster": cluster_cli.run, "driver": driver_cli.run, "node-check": nodecheck_cli.run,
-                "node-agent": agent_cli.run}
+                "node-agent": agent_cli.run, "explain": explain_cli.run}
     return handlers[args.command](args)
 
 

@@ -20,16 +20,12 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from ..cel import CelCompileError, CelRuntimeError
-from ..attributes import AttributeValue
-from ..quantity import Quantity
 from ..model.claim import DeviceClass, ResourceClaim
-from ..model.slice import ResourceSlice, node_matches
-from . import capacity as cap
-from .constraints import ConstraintTracker, GroupIntersection, lookup_attribute
+from ..model.slice import ResourceSlice
+from .constraints import ConstraintTracker
+from .devicechecks import CallState as _CallState, DeviceChecks
 from .counters import CounterBook
 from .plan import ClaimPlan, RequestData, build_plan, has_all
 from .precheck import Requests, entries_of, short
@@ -39,32 +35,16 @@ from .selectors import SelectorCache
 from .taints import tolerated
 from .results import build_configs, build_node_selector
 from .types import (ALLOCATION_LIMIT, CHANNELS, AllocatedState, AllocationError, AllocationResult, CandidateDevice,
-                    DeviceID, DeviceResult, Features, NodeAllocationError, NodeInfo, device_id_str)
+                    DeviceResult, Features, NodeAllocationError, NodeInfo, device_id_str)
 
 OPTIONAL_NODE_OPERATIONS = "DRAOptionalNodeOperations"  # what a node declares in status.declaredFeatures
-CEL_HINT = (". consider using CEL optional chaining (.? followed by orValue()) or guarding the check with has() "
-            "for optional fields")
 
 
 class _MaxSize(Exception):
     """Internal: the claim would exceed 32 devices on this branch."""
 
 
-@dataclass
-class _CallState:
-    """Mutable state of one allocate() call."""
-
-    allocating: dict[DeviceID, set[int]] = field(default_factory=dict)     # device -> claims allocating it
-    allocating_capacity: dict[DeviceID, dict[str, Quantity]] = field(default_factory=dict)
-    counters: dict[tuple[str, str], dict[str, dict[str, Quantity]]] = field(default_factory=dict)
-    groups: dict[tuple[str, str], dict[str, GroupIntersection]] = field(default_factory=dict)
-    results: list[list[tuple[DeviceResult, CandidateDevice]]] = field(default_factory=list)
-    selectable: dict[tuple[int, int, int, int], bool] = field(default_factory=dict)
-    chosen_sub: dict[tuple[int, int], int] = field(default_factory=dict)
-    steps: int = 0
-
-
-class Allocator:
+class Allocator(DeviceChecks):
     def __init__(self, features: Features, classes: Mapping[str, DeviceClass],
                  slices: Sequence[ResourceSlice] | SliceIndex, allocated: AllocatedState | None = None, *,
                  share_ids: Callable[[], str] | None = None, cel_cache: SelectorCache | None = None,
@@ -103,7 +83,7 @@ class Allocator:
         self._view = view
         self._node = node
         self._claims = claims
-        quick = self._quick_plans(claims) if self.precheck else None
+        quick = self._quick_plans(claims) if self.precheck and self._trace is None else None
         if quick is not None and short(view, quick, self.allocated, node, self.features, self._stable, self.cel):
             # Cannot fit, and the search could not have failed otherwise: no search needed.
             self.last_steps = 0
@@ -162,7 +142,8 @@ class Allocator:
             for (ri, si), rd in plan.requests.items():
                 self._requests[(ci, ri, si)] = rd
                 if rd.all_devices is None:
-                    self._matches[(ci, ri, si)] = view.matching(rd.device_class.selectors, rd.spec.selectors,
+                    # An explaining run sees every device's checks one by one.
+                    self._matches[(ci, ri, si)] = None if self._trace is not None else view.matching(rd.device_class.selectors, rd.spec.selectors,
                                                                 self._node, self.features, self._stable, self.cel)
             self._constraints.append([ConstraintTracker(c.attribute, c.requests, c.distinct,
                                                         self.features.list_type_attributes)
@@ -266,12 +247,17 @@ class Allocator:
         consumable = self.features.consumable_capacity
         committed = self.allocated.devices
         allocating = st.allocating
+        trace = self._trace
         for pos in range(start, len(order)):
             cand = order[pos]
             if spec.admin_access:
                 if ci in allocating.get(cand.id, ()):
+                    if trace is not None:
+                        trace.reject(self, rd, cand, "allocating")
                     continue
             elif cand.id in committed or allocating.get(cand.id):
+                if trace is not None:
+                    trace.reject(self, rd, cand, "allocated" if cand.id in committed else "allocating")
                 continue
             if matching is None and not self._is_selectable(rd, ri, si, cand):
                 continue
@@ -291,65 +277,6 @@ class Allocator:
             undo()
         return False
 
-    def _multi(self, cand: CandidateDevice) -> bool:
-        return self.features.consumable_capacity and cand.device.allow_multiple_allocations
-
-    def _in_use(self, cand: CandidateDevice) -> bool:
-        if cand.id in self.allocated.devices:
-            return True
-        return bool(self._st.allocating.get(cand.id))
-
-    def _is_selectable(self, rd: RequestData, ri: int, si: int, cand: CandidateDevice) -> bool:
-        d = cand.device
-        if d.binding_conditions and not self.features.device_binding_and_status:
-            return False
-        key = (rd.claim, ri, si, id(d))
-        hit = self._st.selectable.get(key)
-        if hit is not None:
-            return hit
-        ok = self._eval_selectors(rd, cand)
-        if ok and cand.slice.per_device_node_selection:
-            ok = node_matches(self._node.name, dict(self._node.labels), want_node=d.node_name, all_nodes=d.all_nodes,
-                              selector=d.node_selector)
-        self._st.selectable[key] = ok
-        return ok
-
-    def _eval_selectors(self, rd: RequestData, cand: CandidateDevice) -> bool:
-        multi = cand.device.allow_multiple_allocations and not self._stable
-        claim_ref = self._claims[rd.claim].ref
-        for owner, exprs in ((f"class {rd.device_class.name}", rd.device_class.selectors),
-                             (f"claim {claim_ref}", rd.spec.selectors)):
-            for i, expr in enumerate(exprs):
-                try:
-                    if not self.cel.evaluate(expr, cand.device, cand.slice.driver, multi):
-                        return False
-                except CelCompileError as exc:
-                    raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {exc}") from None
-                except CelRuntimeError as exc:
-                    hint = CEL_HINT if "no such key" in str(exc) else ""
-                    raise AllocationError(f"{owner}: selector #{i} on device {device_id_str(cand.id)}: "
-                                          f"CEL runtime error: {exc}{hint}") from None
-        return True
-
-    def _capacity_fits(self, rd: RequestData, cand: CandidateDevice, *, in_call: bool) -> bool:
-        """Whether the request's (rounded) capacity fits the device. ``in_call=False`` is the
-        static check of the All pre-pass: the device's own capacity only, nothing committed."""
-        try:
-            consumed, alone = self._view.consumption(rd.capacity_key, rd.spec.capacity, cand,
-                                                     self.features.fractional_capacity)
-        except cap.CapacityError as exc:
-            # The All pre-pass names the device alone, the search its full ID.
-            device = device_id_str(cand.id) if in_call else cand.device.name
-            raise AllocationError(f"claim {self._claims[rd.claim].ref}, request {rd.message_name}: checking capacity "
-                                  f"for device {device}: {exc}") from None
-        if consumed is None:
-            return False
-        committed = self.allocated.capacity.get(cand.id) if in_call else None
-        allocating = self._st.allocating_capacity.get(cand.id) if in_call else None
-        if not committed and not allocating:
-            return alone
-        return cap.fits(consumed, cand.device.capacity, committed, allocating)
-
     # -- accepting one device ----------------------------------------------------------------
 
     def _allocate_device(self, rd: RequestData, ri: int, si: int, cand: CandidateDevice,
@@ -360,14 +287,23 @@ class Allocator:
         ci = rd.claim
         multi = self._multi(cand)
         admin = bool(rd.spec.admin_access)
+        trace = self._trace
         if admin and not multi and ci in st.allocating.get(cand.id, ()):
+            if trace is not None:
+                trace.reject(self, rd, cand, "allocating")
             return None
         if not admin and self._in_use(cand):
+            if trace is not None:
+                trace.reject(self, rd, cand, "allocated" if cand.id in self.allocated.devices else "allocating")
             return None
         if self._experimental and cand.slice.skip_node_operations and not (
                 f.optional_node_operations and OPTIONAL_NODE_OPERATIONS in self._node.declared_features):
+            if trace is not None:
+                trace.reject(self, rd, cand, "skip-node-operations")
             return None  # only the experimental implementation looks at skipNodeOperations
         if d.consumes_counters and not f.partitionable_devices:
+            if trace is not None:
+                trace.reject(self, rd, cand, "partitionable-off")
             return None
         undo_steps: list[Callable[[], None]] = []
 
@@ -381,17 +317,23 @@ class Allocator:
         if f.compatibility_groups and not skip_counters and d.consumes_counters:
             restore = self._book.consume_groups(pool, st.groups.setdefault(pool.key, {}), d)
             if restore is None:
+                if trace is not None:
+                    trace.reject(self, rd, cand, "compatibility-group", pool=pool)
                 return None
             undo_steps.append(restore)
         if not skip_counters and d.consumes_counters:
             release_counters = self._book.reserve(pool, st.counters.setdefault(pool.key, {}), d)
             if release_counters is None:
                 rollback()
+                if trace is not None:
+                    trace.reject(self, rd, cand, "counters", pool=pool)
                 return None
             undo_steps.append(release_counters)
 
         if f.device_taints and not tolerated(rd.spec.tolerations, d):
             rollback()
+            if trace is not None:
+                trace.reject(self, rd, cand, "taint")
             return None
         added: list[ConstraintTracker] = []
         for tracker in self._constraints[ci]:
@@ -405,6 +347,8 @@ class Allocator:
                 rollback()
                 raise
             if not tracker.add(cand.id, value):
+                if trace is not None:
+                    trace.reject(self, rd, cand, "constraint", tracker=tracker, value=value)
                 for t in added:
                     t.remove(cand.id)
                 rollback()
@@ -459,19 +403,6 @@ class Allocator:
         n = len(results)
         undo_steps.append(lambda: results.__delitem__(slice(n - 1, None)))
         return rollback
-
-    def _lookup(self, rd: RequestData, cand: CandidateDevice, name: str) -> AttributeValue | None:
-        """A derived attribute of the request wins over the device's own attribute of that name."""
-        expression = rd.derived.get(name)
-        if expression is None:
-            return lookup_attribute(cand.device, cand.slice.driver, name)
-        try:
-            return self.cel.derived(expression, cand.device, cand.slice.driver)
-        except CelCompileError as exc:
-            raise AllocationError(f"compile derived attribute {name} failed: {exc}") from None
-        except CelRuntimeError as exc:
-            raise AllocationError(f"evaluate derived attribute {name} on device {device_id_str(cand.id)} failed: "
-                                  f"{exc}") from None
 
     # -- results -------------------------------------------------------------------------------
 

@@ -77,7 +77,11 @@ class MiniScheduler:
 
     # -- one attempt -----------------------------------------------------------------------
 
-    def attempt(self, pod: dict[str, Any]) -> Outcome:
+    def attempt(self, pod: dict[str, Any], watch: Any = None) -> Outcome:
+        """One attempt. ``watch`` (an explaining run, see :mod:`conformance.explain`) is told each
+        node's refusal (``node(name, plugin, reason)``), hands over the allocator on a node where it
+        finds nothing (``dra(name, allocator, node, claims)``) and hears of each node that fits
+        (``fits(name)``): then every node is tried and nothing is written."""
         g = self.gates
         workload = bool(g.get("DRAWorkloadResourceClaims"))
         claims, problem = resolve_claims(self.store, pod, g)
@@ -123,6 +127,7 @@ class MiniScheduler:
             in_flight = {c["metadata"]["uid"] for c in pending}
             state = allocated_state(self.store.list("ResourceClaim"), features, in_flight)
             allocator = Allocator(features, device_classes, slices, state, share_ids=self.share_ids, cel_cache=self.cel_cache)
+            allocator._trace = watch.tracer() if watch is not None else None
         pending_models = [self.cache.get(c) for c in pending]
         pod_reqs = res.pod_requests(pod)
         all_pods = self.store.list("Pod")
@@ -134,12 +139,17 @@ class MiniScheduler:
         # fit; every feasible node is then evaluated (ties go to the first in name order).
         scoring = any(req.first_available for m in pending_models for req in m.spec.requests)
         best: tuple[int, tuple[Any, ...]] | None = None
+
+        def refuse(node: str, plugin: str, reason: str) -> None:
+            reasons[reason] += 1
+            plugins.add(plugin)
+            if watch is not None:
+                watch.node(node, plugin, reason)
         for node in nodes:
             name = node["metadata"]["name"]
             labels = node["metadata"].get("labels") or {}
             if any(labels.get(k) != v for k, v in pod_selector.items()):
-                reasons["node(s) didn't match Pod's node affinity/selector"] += 1
-                plugins.add(NODE_AFFINITY)
+                refuse(name, NODE_AFFINITY, "node(s) didn't match Pod's node affinity/selector")
                 continue
             node_alloc = res.allocatable(node)
             used = res.node_requested(all_pods, name, exclude_uid=pod["metadata"]["uid"]) if node_alloc is not None else {}
@@ -147,8 +157,7 @@ class MiniScheduler:
             fit = res.insufficient(pod_reqs, node_alloc, used, skip=dra_ext)
             if fit:
                 for r in fit:
-                    reasons[r] += 1
-                plugins.add(NODE_RESOURCES)
+                    refuse(name, NODE_RESOURCES, r)
                 continue
             # DynamicResources Filter.
             declared = tuple((node.get("status") or {}).get("declaredFeatures") or ())
@@ -173,8 +182,7 @@ class MiniScheduler:
                         problem = "cannot fit resource"
                         break
             if problem is not None:
-                reasons[problem] += 1
-                plugins.add(DRA)
+                refuse(name, DRA, problem)
                 continue
             models = list(pending_models)
             ext_spec: list[dict[str, Any]] = []
@@ -192,14 +200,14 @@ class MiniScheduler:
                 try:
                     got = allocator.allocate(NodeInfo(name, labels, declared), models)
                 except NodeAllocationError as exc:
-                    reasons[str(exc)] += 1
-                    plugins.add(DRA)
+                    refuse(name, DRA, str(exc))
                     continue
                 except AllocationError as exc:
                     return Outcome(None, "SchedulerError", str(exc), frozenset({DRA}))
                 if got is None:
-                    reasons["cannot allocate all claims"] += 1
-                    plugins.add(DRA)
+                    refuse(name, DRA, "cannot allocate all claims")
+                    if watch is not None:
+                        watch.dra(name, allocator, NodeInfo(name, labels, declared), models)
                     continue
                 results = got
             new_allocs = [r.to_wire() for r in results]
@@ -211,14 +219,15 @@ class MiniScheduler:
                     fit = res.insufficient(footprint, node_alloc, used, only=[k for k in footprint if k in ("cpu", "memory", "ephemeral-storage") or k.startswith("hugepages-")])
                     if fit:
                         for r in fit:
-                            reasons[r] += 1
-                        plugins.add(DRA)
+                            refuse(name, DRA, r)
                         continue
                     problem = self._pod_level_check(pod, na_statuses)
                 if problem is not None:
-                    reasons[problem] += 1
-                    plugins.add(DRA)
+                    refuse(name, DRA, problem)
                     continue
+            if watch is not None:
+                watch.fits(name)
+                continue
             args = (pod, name, pending, new_allocs[:len(pending)], allocated,
                     new_allocs[len(pending)] if ext_spec and len(new_allocs) > len(pending) else None,
                     ext_spec, mappings, na_statuses)

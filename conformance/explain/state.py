@@ -1,0 +1,90 @@
+"""The state an explanation is worked out on: the cluster's objects in an in-memory store.
+
+From a live cluster (read-only lists through a kubeconfig, see :mod:`.cli`), from a saved state
+file (YAML or JSON: objects, ``kind: List`` documents, or what ``--save-state`` wrote), or from a
+test session. The objects keep their names, uids and resourceVersions, so ownership (a claim
+made from a template for its pod) reads as it does on the cluster.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from ..reference.store import ObjectStore
+
+# What an explanation reads, cluster-wide or in the pod's namespace.
+KINDS = ("DeviceClass", "ResourceSlice", "DeviceTaintRule", "Node", "ResourceClaim", "ResourceClaimTemplate", "Pod")
+STATE_SCHEMA = "drakit.explain.state/v1"
+
+
+class StateError(ValueError):
+    """A state or claim file that cannot be used (one line: what and where)."""
+
+
+def load_store(objects: Iterable[Mapping[str, Any]]) -> ObjectStore:
+    """A store holding the objects as they are (no new uids), in the order given."""
+    store = ObjectStore()
+    for n, obj in enumerate(objects):
+        if obj.get("kind") not in KINDS:
+            continue
+        o = json.loads(json.dumps(obj, default=str))
+        meta = o.setdefault("metadata", {})
+        meta.setdefault("resourceVersion", str(n + 1))
+        meta.setdefault("uid", f"explain-{n}")
+        if not meta.get("name"):
+            raise StateError(f"{obj.get('kind')} #{n + 1}: metadata.name is missing")
+        key = store.key(o["kind"], meta["name"], meta.get("namespace"))
+        store.objects[key] = o
+        store.order[key] = n
+    return store
+
+
+def read_objects(path: Path) -> list[dict[str, Any]]:
+    """The objects of a YAML or JSON file (``List`` documents and saved states unpacked)."""
+    import yaml
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise StateError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise StateError(f"{where}: not valid YAML or JSON: {getattr(exc, 'problem', None) or exc}") from None
+    out: list[dict[str, Any]] = []
+    for i, d in enumerate(docs):
+        if not isinstance(d, dict):
+            raise StateError(f"{path}: document {i + 1} is not an object")
+        if d.get("schema") == STATE_SCHEMA or (d.get("kind") == "List" or "items" in d and "kind" not in d):
+            items = d.get("items") or d.get("objects") or []
+            if not isinstance(items, list) or not all(isinstance(x, dict) for x in items):
+                raise StateError(f"{path}: document {i + 1}: items must be a list of objects")
+            out.extend(items)
+        elif "kind" in d:
+            out.append(d)
+        else:
+            raise StateError(f"{path}: document {i + 1} has no kind")
+    for i, o in enumerate(out):
+        if not isinstance(o.get("metadata"), dict) or not o["metadata"].get("name"):
+            raise StateError(f"{path}: {o.get('kind', 'object')} #{i + 1}: metadata.name is missing")
+    return out
+
+
+def saved_state(objects: list[dict[str, Any]], gates: Mapping[str, bool]) -> dict[str, Any]:
+    """What ``--save-state`` writes: the objects read and the gates the explanation used."""
+    return {"schema": STATE_SCHEMA, "featureGates": dict(sorted(gates.items())), "items": objects}
+
+
+def state_gates(path: Path) -> dict[str, bool]:
+    """The gates a saved state names (empty for other files)."""
+    import yaml
+    try:
+        first = next(iter(yaml.safe_load_all(path.read_text(encoding="utf-8"))), None)
+    except (OSError, yaml.YAMLError):
+        return {}
+    if isinstance(first, dict) and first.get("schema") == STATE_SCHEMA:
+        return {str(k): bool(v) for k, v in (first.get("featureGates") or {}).items()}
+    return {}

@@ -14,6 +14,7 @@ combination shows (a constraint no combination meets).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -237,10 +238,19 @@ def attribute_values(expression: str, cand: CandidateDevice) -> dict[str, str]:
             elif r[0] == "driver":
                 out["driver"] = repr(driver)
         return out
+    for dom, ident in _NAMED.findall(expression) + [(d, i) for i, d in _IN.findall(expression)]:
+        name = f"{dom}/{ident}"
+        out[name] = show(lookup_attribute(cand.device, driver, name))
     for name, v in cand.device.attributes.items():
-        if name.rpartition("/")[2] in expression:
-            out[name] = show(v)
+        full = name if "/" in name else f"{driver}/{name}"
+        if full not in out and name.rpartition("/")[2] in expression:
+            out[full] = show(v)
     return out
+
+
+# device.attributes["domain"].name, .?name, ["name"] or [?"name"]: what a selector names
+_NAMED = re.compile(r"""attributes\[\s*['"]([^'"]+)['"]\s*\]\s*(?:\.\??\s*|\[\??\s*['"])([A-Za-z_][A-Za-z0-9_]*)""")
+_IN = re.compile(r"""['"]([A-Za-z_][A-Za-z0-9_]*)['"]\s+in\s+device\.attributes\[\s*['"]([^'"]+)['"]\s*\]""")
 
 
 class Probe(Allocator):

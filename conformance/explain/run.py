@@ -184,6 +184,14 @@ def explain_pod(store: ObjectStore, pod: Mapping[str, Any], gates: Mapping[str, 
     else:
         out.update(verdict="unschedulable", fitsOn=[], message=outcome.message or "")
     out["nodes"] = list(watch.nodes.values())
+    selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+    for n in out["nodes"]:
+        for r in n["refusals"]:
+            if r["plugin"] == "NodeAffinity":
+                labels = (((store.peek("Node", n["name"]) or {}).get("metadata") or {}).get("labels") or {})
+                r["values"] = {"nodeSelector": selector, "labels": {k: labels.get(k) for k in selector}}
+                r["reason"] += ": " + ", ".join(f"wants {k}={v}, has {labels[k] if k in labels else 'no such label'}"
+                                                for k, v in selector.items() if labels.get(k) != v)
     if out["verdict"] == "error":
         cel = [r for per in watch.full.refused.values() for r in per.values() if r.kind == "cel-error"]
         out["refusal"] = cel[0].to_json() if cel else None

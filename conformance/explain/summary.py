@@ -21,7 +21,8 @@ from ..model.claim import DeviceRequest, DeviceRequestSpec, ResourceClaim, Toler
 
 Inputs = Mapping[str, tuple[Allocator, NodeInfo, list[ResourceClaim]]]
 MAX_TRIES = 12  # changes checked at most (a few nodes, a few changes each)
-GATES = {"binding-conditions": "DRADeviceBindingConditions", "partitionable-off": "DRAPartitionableDevices"}
+GATES = {"binding-conditions": "DRADeviceBindingConditions and DRAResourceClaimDeviceStatus",
+         "partitionable-off": "DRAPartitionableDevices"}
 
 
 def fix_key(d: Mapping[str, Any]) -> tuple[Any, ...]:

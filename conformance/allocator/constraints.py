@@ -2,7 +2,7 @@
 
 Set-mode matchAttribute keeps the running intersection of the devices currently held, recomputed
 on removal, which is the documented semantics (the July-2026 upstream snapshot did not widen the
-intersection again after backtracking; see the README's known findings).
+intersection again after backtracking; see docs/findings.md).
 """
 
 from __future__ import annotations

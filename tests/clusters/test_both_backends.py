@@ -18,7 +18,9 @@ CASE_FILES = [SUITES / "core" / "template-claims.case.yaml", SUITES / "core" / "
               SUITES / "prioritized-list" / "alternatives.case.yaml", SUITES / "admin-access" / "admin-access.case.yaml",
               # the pod must go to the node the DRA score prefers (a case that once looked like a
               # divergence: the harness created the pod before the second node was Ready)
-              SUITES / "prioritized-list" / "node-score.case.yaml"]
+              SUITES / "prioritized-list" / "node-score.case.yaml",
+              # the tutorial's cases (docs/tutorial/first-case.md says they pass on both)
+              *sorted((SUITES.parents[1] / "docs" / "tutorial").glob("*.case.yaml"))]
 
 
 def test_same_outcome_on_reference_and_local_cluster(tmp_path: Path) -> None:

@@ -1,0 +1,102 @@
+"""The documentation: the site builds with ``mkdocs build --strict`` (a broken link, a missing
+page or a page left out of the nav fails), the generated references match the code, the
+tutorial's case files pass, and the README stays a short user README."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+TUTORIAL = DOCS / "tutorial"
+
+
+def _regenerate() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("drakit_docs_regenerate", DOCS / "regenerate.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_generated_references_are_current() -> None:
+    stale = _regenerate().stale()
+    assert not stale, ("stale generated docs (run: python docs/regenerate.py): "
+                       + ", ".join(str(p.relative_to(ROOT)) for p in stale))
+
+
+def test_staleness_check_sees_a_changed_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    regen = _regenerate()
+    target = tmp_path / "cli.md"
+    target.write_text(regen.cli_md().replace("drakit run", "drakit walk", 1))
+    monkeypatch.setattr(regen, "targets", lambda: {target: regen.cli_md})
+    assert regen.stale() == [target]
+    assert regen.main(["--check"]) == 1
+    assert regen.main([]) == 0 and regen.stale() == []
+
+
+def test_cli_reference_lists_every_subcommand_with_a_description() -> None:
+    text = (DOCS / "reference" / "cli.md").read_text()
+    for command in ("run", "report", "lint", "features", "cluster up", "driver serve", "driver sample-claims",
+                    "node-check", "node-agent"):
+        section = text.split(f"`drakit {command}`", 2)
+        assert len(section) >= 2, command
+    # no subcommand heading is followed directly by its argument table: each has a sentence
+    for m in re.finditer(r"^#+ `drakit [^`]+`\n\n(.*)$", text, re.M):
+        assert not m.group(1).startswith("|"), m.group(0)
+
+
+def test_mkdocs_build_strict(tmp_path: Path) -> None:
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    res = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
+    page = (tmp_path / "site" / "tutorial" / "first-case" / "index.html").read_text()
+    # the tutorial page shows the tested files themselves (snippets), not copies
+    assert "tutorial/one-gpu" in page and "tutorial/no-such-model" in page
+
+
+def test_tutorial_page_includes_every_tutorial_case_file() -> None:
+    page = (TUTORIAL / "first-case.md").read_text()
+    files = sorted(p.name for p in TUTORIAL.glob("*.case.yaml"))
+    assert files, "no tutorial case files"
+    for name in files:
+        assert f'--8<-- "tutorial/{name}"' in page, name
+
+
+def test_tutorial_cases_pass_on_the_reference_backend(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    res = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "run", str(TUTORIAL), "--out", str(out),
+                          "--plain"], capture_output=True, text=True, timeout=600)
+    results = json.loads((out / "results.json").read_text())
+    statuses = {c["id"]: c["status"] for c in results["cases"]}
+    assert statuses == {"tutorial/one-gpu": "passed", "tutorial/select-by-model": "passed",
+                        "tutorial/no-such-model": "passed"}, res.stdout[-3000:]
+    assert res.returncode == 0
+
+
+def test_readme_is_a_short_user_readme() -> None:
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) < 250
+    # lab notes belong in reports, history in CHANGELOG.md
+    for word in ("session", "sitting", "load average", "earlier run", "not met"):
+        assert word not in text.lower(), word
+    # the two set-up commands, as .ci/run runs the second
+    assert ".venv/bin/drakit run --out drakit-out" in text
+    assert ".venv/bin/drakit cluster build && .venv/bin/python -m pytest -n 2" in text
+
+
+def test_docs_name_no_machine_paths() -> None:
+    for path in [ROOT / "README.md", ROOT / "CHANGELOG.md", *DOCS.rglob("*.md")]:
+        text = path.read_text()
+        for bad in ("/root/", "/home/", "/work/", "/tmp/"):
+            assert bad not in text, f"{path.relative_to(ROOT)}: {bad}"

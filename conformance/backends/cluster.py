@@ -56,6 +56,7 @@ class ClusterSession:
         self.created: list[tuple[str, str, str | None]] = []
         self.slices: dict[str, dict[str, Any]] = {}  # the ResourceSlices applied, by name (republished)
         self.node_side: Any = None  # clusternode.CaseNodes on the local cluster
+        self.gates: dict[str, bool] = {}  # the target's gates (set by the backend)
         from .reference import FaultState
         self.faults = FaultState(case)
         from .caselog import CaseLog
@@ -438,6 +439,7 @@ class ClusterBackend:
         session = ClusterSession(target.api, case, ns, self.run_id, self.keep_on_failure, names)
         session.lock = self.shared
         session.logs_dir = target.logs_dir
+        session.gates = dict(target.gates)  # what an explanation of a failure runs the allocator with
         if not self.local and case.nodes:
             session.scope = _label(f"{self.run_id}.{case.id}")
         try:

@@ -88,7 +88,16 @@ def _failed(case: Case, session: Session, records: list[StepRecord], f: _Failure
         diag = session.diagnostics()
     except Exception as exc:  # diagnostics must never hide the failure itself
         diag = {"error": f"collecting diagnostics failed: {exc}"}
-    failure = {"summary": f.summary, "detail": f.detail, "yaml": case.excerpt(f.line), "expected": f.expected,
+    detail = f.detail
+    try:  # why pods still wait for a node (drakit explain), on a copy of what the session reads
+        from ..explain.failures import explain_failure
+        explained, why = explain_failure(session)
+        if explained:
+            diag = {**(diag or {}), "explain": explained}
+            detail = (detail + "\n\n" if detail else "") + "why pods wait for a node (drakit explain):\n" + why
+    except Exception as exc:  # an explanation must never hide the failure itself
+        diag = {**(diag or {}), "explain": {"error": f"explaining failed: {type(exc).__name__}: {exc}"}}
+    failure = {"summary": f.summary, "detail": detail, "yaml": case.excerpt(f.line), "expected": f.expected,
                "actual": f.actual, "diff": _diff(f.expected, f.actual), "diagnostics": diag}
     return Outcome(f.status, records, failure, diag)
 

@@ -31,7 +31,7 @@ def text(out: Mapping[str, Any], *, full: bool = False) -> str:
     lines.append("")
     shown = nodes if full else nodes[:NODES_SHOWN]
     for i, n in enumerate(shown):
-        lines.extend(_node(n, detail=full or i == 0))
+        lines.extend(_node(n, detail=full or i == 0, full=full))
     rest = nodes[len(shown):]
     if rest:
         why = Counter("fits" if n["fits"] else "; ".join(r["reason"] for r in n["refusals"]) for n in rest)
@@ -41,7 +41,7 @@ def text(out: Mapping[str, Any], *, full: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _node(n: Mapping[str, Any], *, detail: bool) -> list[str]:
+def _node(n: Mapping[str, Any], *, detail: bool, full: bool = False) -> list[str]:
     if n["fits"]:
         return [f"{n['name']}  fits"]
     head = f"{n['name']}  " + "; ".join(f"{r['plugin']}: {r['reason']}" for r in n["refusals"])
@@ -60,7 +60,11 @@ def _node(n: Mapping[str, Any], *, detail: bool) -> list[str]:
                 name = e["request"] + (f"/{e['subrequest']}" if e["subrequest"] else "")
                 out.append(f"  claim {c['claim']} request {name} (class {e['class']}, needs {e['need']}, "
                            f"{e['pass']} pass)")
-                devices = e["devices"]
+                other = [d for d in e["devices"] if d["check"] == "selector"
+                         and str(d["values"].get("owner", "")).startswith("class ")]
+                devices = e["devices"] if full else [d for d in e["devices"] if d not in other]
+                if other and not full:
+                    out.append(f"    ({len(other)} device(s) not of class {e['class']}: its selectors are false there)")
                 for d in devices[:DEVICES_SHOWN]:
                     out.append(f"    {d['device']}  {d['check']}: {d['message']}")
                 if len(devices) > DEVICES_SHOWN:

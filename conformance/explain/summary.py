@@ -25,6 +25,15 @@ GATES = {"binding-conditions": "DRADeviceBindingConditions and DRAResourceClaimD
          "partitionable-off": "DRAPartitionableDevices"}
 
 
+# Which changes are tried first: freeing devices, then the pod's own request, then gates.
+PREFERENCE = {"allocated": 0, "counters": 1, "taint": 2, "selector": 3, "cel-error": 3, "binding-conditions": 4,
+              "partitionable-off": 4}
+
+
+def _other_class(d: Mapping[str, Any]) -> bool:
+    return d["check"] == "selector" and str((d.get("values") or {}).get("owner", "")).startswith("class ")
+
+
 def fix_key(d: Mapping[str, Any]) -> tuple[Any, ...]:
     """What would lift a device's first failing check: refusals with equal keys share a fix."""
     kind, v = d["check"], d.get("values") or {}
@@ -153,23 +162,28 @@ def summarise(out: Mapping[str, Any], inputs: Inputs,
             first = first or s
             continue
         claim, request, entry, lack = short[0]
-        refused = [d for d in entry["devices"] if d["check"] != "ok"]
+        # Devices a class selector refuses are not of the class: no change to the pod helps there.
+        refused = [d for d in entry["devices"] if d["check"] != "ok" and not _other_class(d)]
+        in_class = len(refused) + entry["pass"]
         groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
         for d in refused:
             groups.setdefault(fix_key(d), []).append(d)
         name = request + (f"/{entry['subrequest']}" if entry.get("subrequest") else "")
         head = (f"node {n['name']}: claim {claim}, request {name} needs {entry['need']} device(s), "
-                f"{entry['pass']} of {len(entry['devices'])} pass")
+                f"{entry['pass']} of {in_class} of class {entry.get('class', '?')} pass")
         if refused:
             head += f"; {refused[0]['device']}: {refused[0]['message']}"
         s = {"closestNode": n["name"], "reason": head, "fix": None, "checked": False, "singleChange": False,
              "blockers": [fix_text(k, f"claim {claim} request {name}") + f" ({len(v)} device(s))"
                           for k, v in sorted(groups.items(), key=lambda kv: -len(kv[1]))]}
+        if lack > len(refused):
+            s["blockers"].append(f"only {in_class} device(s) of class {entry.get('class', '?')} on the node, "
+                                 f"{entry['need']} needed")
         first = first or s
         if len(short) > 1 or n["name"] not in inputs:
             continue
         alloc, node, claims = inputs[n["name"]]
-        for key, devs in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        for key, devs in sorted(groups.items(), key=lambda kv: (PREFERENCE.get(kv[0][0], 9), -len(kv[1]))):
             if len(devs) < lack or tries >= MAX_TRIES:
                 continue
             tries += 1

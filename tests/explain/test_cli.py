@@ -46,7 +46,7 @@ def test_text_puts_the_reason_first_and_fits_a_screen(state: Path, capsys: Any) 
     assert rc == 1 and err == ""
     lines = out.splitlines()
     assert lines[0] == f"pod {NS}/p: unschedulable: 0/1 nodes are available: 1 cannot allocate all claims."
-    assert lines[1].startswith("reason: node node-a: claim demo/want, request r needs 1 device(s), 0 of 2 pass; "
+    assert lines[1].startswith("reason: node node-a: claim demo/want, request r needs 1 device(s), 0 of 2 of class gpu pass; "
                                f"{DRIVER}/s/d0: already allocated to claim {NS}/held")
     assert lines[2].startswith(f"would fit on node-a after one change: free the device(s) held by claim {NS}/held")
     assert f"{DRIVER}/s/d1  selector: claim {NS}/want selector #0 is false" in out and "model = 'h100'" in out

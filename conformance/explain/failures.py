@@ -1,0 +1,49 @@
+"""Explanations attached to a failed case: every pod of the case still waiting for a node.
+
+Read through the session (the same reads on both backends: the case's namespace and the
+cluster-wide objects it sees) and worked out on a copy, so the target is never changed.
+A claim left unallocated is explained through the pod that waits for it (claims are allocated
+for a pod being scheduled; one no pod asks for is not a failure of its own).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..features import DEFAULT_GATES
+from .render import text
+from .run import explain_pod
+from .state import KINDS, load_store
+
+MAX_PODS = 5  # explained per failure at most (the rest are named)
+
+
+def session_gates(session: Any) -> dict[str, bool]:
+    gates = getattr(session, "gates", None) or getattr(getattr(session, "cluster", None), "gates", None)
+    return dict(gates) if gates else dict(DEFAULT_GATES)
+
+
+def explain_failure(session: Any) -> tuple[list[dict[str, Any]], str]:
+    """The explanations (JSON) of the session's pods that have no node, and their text."""
+    objects = [dict(o, kind=kind) for kind in KINDS for o in session.list(kind)]
+    waiting = [o for o in objects if o["kind"] == "Pod" and not (o.get("spec") or {}).get("nodeName")
+               and not o["metadata"].get("deletionTimestamp")]
+    if not waiting:
+        return [], ""
+    for o in objects:  # session.list may leave out the namespace the objects live in
+        if o["kind"] in ("Pod", "ResourceClaim", "ResourceClaimTemplate"):
+            o["metadata"] = {**o["metadata"], "namespace": o["metadata"].get("namespace") or session.namespace}
+    store = load_store(objects)
+    gates = session_gates(session)
+    out: list[dict[str, Any]] = []
+    texts: list[str] = []
+    for pod in waiting[:MAX_PODS]:
+        got = store.get("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
+        assert got is not None
+        e = explain_pod(store, got, gates)
+        out.append(e)
+        texts.append(text(e))
+    if len(waiting) > MAX_PODS:
+        texts.append(f"({len(waiting) - MAX_PODS} more pod(s) without a node: "
+                     f"{', '.join(p['metadata']['name'] for p in waiting[MAX_PODS:])})")
+    return out, "\n".join(texts)

@@ -53,6 +53,19 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--shard", default=None, metavar="I/N",
                      help="run only the i-th of N shards of the cases (split by case id; the cluster-wide ones all in "
                           "shard 1); merge the shards' results.json with 'drakit report --merge'")
+    run.add_argument("--shard-lock", default=None, metavar="NAMESPACE/NAME",
+                     help="cluster backend with --shard: the Lease the shards share so that cluster-wide cases run "
+                          "alone (default: $DRAKIT_SHARD_LOCK, else default/drakit-shard-lock)")
+    run.add_argument("--in-cluster", action="store_true",
+                     help="run the cases inside the cluster (--kubeconfig): one Job per shard (--shards), results "
+                          "brought back from their logs and merged; everything created is deleted at the end")
+    run.add_argument("--shards", type=int, default=2, metavar="N", help="--in-cluster: how many Jobs (default: 2)")
+    run.add_argument("--image", default=None, help="--in-cluster: the drakit image (default: drakit/fake-driver:<version>, "
+                                                   "'drakit image build')")
+    run.add_argument("--keep", action="store_true", help="--in-cluster: leave the run's namespace and RBAC in place")
+    run.add_argument("--sonobuoy", action="store_true", help="as a sonobuoy plugin: the reports in a tarball in "
+                     "$SONOBUOY_RESULTS_DIR and its 'done' file (see 'drakit sonobuoy-plugin'); exit 0 once handed over")
+    run.add_argument("--emit-results", action="store_true", help=argparse.SUPPRESS)  # a shard in a pod: progress and results in its log
     run.add_argument("-q", "--quiet", action="store_true", help="no progress and no matrix: print only failures and the verdict")
     run.add_argument("-v", "--verbose", action="store_true", help="one line per case")
     run.add_argument("--plain", action="store_true",
@@ -94,8 +107,9 @@ def _parser() -> argparse.ArgumentParser:
     from drakit.clusters.nodeagent import cli as agent_cli
     from drakit.fake_driver import cli as driver_cli
     from .explain import cli as explain_cli
+    from .incluster import sonobuoy
     from .nodecheck import cli as nodecheck_cli
-    for module in (cluster_cli, driver_cli, nodecheck_cli, agent_cli, explain_cli):
+    for module in (cluster_cli, driver_cli, nodecheck_cli, agent_cli, explain_cli, sonobuoy):
         module.add_parsers(sub)
     return p
 
@@ -123,9 +137,10 @@ def _dispatch(argv: Sequence[str] | None) -> int:
     from drakit.clusters.nodeagent import cli as agent_cli
     from drakit.fake_driver import cli as driver_cli
     from .explain import cli as explain_cli
+    from .incluster import sonobuoy
     from .nodecheck import cli as nodecheck_cli
     handlers = {"cluster": cluster_cli.run, "driver": driver_cli.run, "node-check": nodecheck_cli.run,
-                "node-agent": agent_cli.run, "explain": explain_cli.run}
+                "node-agent": agent_cli.run, "explain": explain_cli.run, "sonobuoy-plugin": sonobuoy.run}
     return handlers[args.command](args)
 
 
@@ -202,10 +217,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         code = EXIT_FAILED
     finally:
         INTERRUPTS.enter("teardown")  # what is left is printing: a signal is only recorded
+    if args.sonobuoy:  # the verdict travels in junit.xml; sonobuoy's worker waits for the done file
+        from .incluster.sonobuoy import hand_over
+        print(f"drakit: handed {hand_over(Path(args.out))} to sonobuoy")
+        return EXIT_OK if (Path(args.out) / "junit.xml").is_file() else code
     return INTERRUPTS.exit_code() or code
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.in_cluster:
+        from .incluster.run import run_in_cluster
+        return run_in_cluster(args)
     import pytest
     from .interrupt import INTERRUPTS
     from .results import ProgressReporter, progress_mode
@@ -256,13 +278,19 @@ def _run(args: argparse.Namespace) -> int:
         pytest_args += ["-m", args.markexpr]
     if args.shard:
         pytest_args += ["--drakit-shard", args.shard]
+    if args.shard_lock:
+        pytest_args += ["--drakit-shard-lock", args.shard_lock]
     pytest_args += [str(p) for p in paths]
     from drakit.clusters.leftovers import sweep
     sweep(progress=lambda m: print(f"drakit: {m}", file=sys.stderr))  # what killed runs left behind
     mode, color = progress_mode(quiet=args.quiet, plain=args.plain, stream=sys.stdout)
     progress = ProgressReporter(sys.stdout, mode=mode, verbose=args.verbose, color=color)
     os.environ.setdefault(CRASH_DIR_ENV, str(out.absolute()))  # a bug's traceback lands beside results.json
-    code = pytest.main(pytest_args, plugins=[progress])
+    plugins: list[Any] = [progress]
+    if args.emit_results:
+        from .incluster.frames import ProgressLines
+        plugins.append(ProgressLines(sys.stdout))
+    code = pytest.main(pytest_args, plugins=plugins)
     if code == pytest.ExitCode.INTERNAL_ERROR and not INTERRUPTS.interrupted:  # the one line was printed by ProgressReporter
         return EXIT_BUG
     if code == pytest.ExitCode.USAGE_ERROR and not INTERRUPTS.interrupted:
@@ -274,6 +302,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"drakit: the run did not write {results_path}", file=sys.stderr)
         return EXIT_USAGE
     results = json.loads(results_path.read_text())
+    if args.emit_results:
+        from .incluster.frames import emit_results
+        emit_results(results_path.read_text(encoding="utf-8"), sys.stdout)
     from drakit.reports.text import render_summary
     print("")
     print(render_summary(results, color=color, matrix=mode != "quiet"), end="")

@@ -74,6 +74,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--drakit-shard", default=None, metavar="I/N",
                 help="run only the i-th of N shards of the selected cases (conformance.shards); results.json "
                      "records the whole plan, for 'drakit report --merge'")
+    g.addoption("--drakit-shard-lock", default=None, metavar="NAMESPACE/NAME",
+                help="cluster backend, --drakit-shard i/N: the Lease the run's shards share to keep cluster-wide "
+                     "cases alone (default: $DRAKIT_SHARD_LOCK, else default/drakit-shard-lock)")
     g.addoption("--drakit-handle-signals", action="store_true",
                 help="SIGINT/SIGTERM stop the cases, clean up what drakit started and record the run as "
                      "interrupted (drakit run sets it; see conformance.interrupt)")

@@ -9,21 +9,15 @@ from typing import Any, Sequence
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-def merge_results(sources: Sequence[tuple[str, dict[str, Any]]], out: Path) -> dict[str, Any]:
+def merge_results(sources: Sequence[tuple[str, dict[str, Any]]], out: Path, **how: Any) -> dict[str, Any]:
     """Merge the shards' results (``(name, results)``) and write results.json, junit.xml and
-    report.html to *out*; the merged results. ShardMergeError when they are not one run's."""
+    report.html to *out*; the merged results. ShardMergeError when they are not one run's.
+    *how*: ``lost`` and ``extra_reasons`` of :func:`drakit.reports.shardmerge.merge_shards`."""
     from drakit.reports.shardmerge import merge_shards
     from .results import write_results
-    merged = merge_shards(sources)
+    merged = merge_shards(sources, **how)
     write_results(merged, out)
     return merged
-
-
-def verdict_lines(merged: dict[str, Any]) -> list[str]:
-    """The verdict and its reasons, one line each."""
-    lines = [f"verdict: {merged['verdict']['result'].upper()}"]
-    lines += [f"  {r['code']}: {r['message']}" for r in merged["verdict"].get("reasons") or []]
-    return lines
 
 
 def merge_shard_files(paths: Sequence[str], out_arg: str | None) -> int:

@@ -42,8 +42,12 @@ def _time(text: str) -> dt.datetime:
     return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-def merge_shards(parts: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
-    """One results dict from ``(source name, results)`` of each shard, in the order given."""
+def merge_shards(parts: Sequence[tuple[str, Mapping[str, Any]]], lost: Mapping[int, str] | None = None,
+                 extra_reasons: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """One results dict from ``(source name, results)`` of each shard, in the order given.
+    *lost*: shard index -> why its results could not be brought back (named in
+    ``shard-missing``); *extra_reasons*: run-level reasons of the whole run (an interrupt)."""
+    lost = lost or {}
     from drakit.reports import compute_summary, compute_verdict, validate_results
     from drakit.reports.driver import driver_reasons, driver_section
     if not parts:
@@ -89,7 +93,8 @@ def merge_shards(parts: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, An
     if missing:
         short = sorted({s for _k, s in missing})
         absent = [s for s in short if s not in given]
-        what = ", ".join(f"{s}/{count}" + (" (not given)" if s in absent else " (stopped early)") for s in short)
+        what = ", ".join(f"{s}/{count}" + (f" (lost: {lost[s]})" if s in lost else " (not given)" if s in absent
+                                           else " (stopped early)") for s in short)
         reasons.append({"code": "shard-missing", "message": f"{len(missing)} of the run's {len(planned)} cases are "
                                                             f"in no shard's results: shard {what}",
                         "shards": short, "count": len(missing),
@@ -118,7 +123,8 @@ def merge_shards(parts: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, An
     merged: dict[str, Any] = {**{k: v for k, v in base.items() if k not in ("driver",)}, "run": run,
                               "environment": environment, "cases": cases}
     merged["summary"] = compute_summary(cases)
-    merged["verdict"] = compute_verdict(cases, reasons + driver_reasons(cases, environment))
+    merged["verdict"] = compute_verdict(cases, reasons + [dict(r) for r in extra_reasons]
+                                        + driver_reasons(cases, environment))
     section = driver_section(merged)
     if section is not None:
         merged["driver"] = section

@@ -32,7 +32,7 @@ from .base import Capabilities, HarnessError
 from .clusterwrites import replace, update_node, wait_for_nodes
 from .gatemetrics import observed_gates, stated_gates
 from .kubeapi import CASE_LABEL, CLEANUP_TIMEOUT, KubeApi, NAMESPACED, RUN_LABEL, first_line
-from .names import NameMap, cluster_wide, owned_names, worker_prefix
+from .names import NameMap, cluster_wide, owned_names
 from .nodeside import kubelet_side_unmet, node_side_unmet, shared_driver_unmet
 
 SCOPE_LABEL = "drakit.dev/scope"  # a case's nodes, and what its pods select, on a cluster drakit does not own
@@ -262,6 +262,11 @@ def _mark_harness_driven(obj: dict[str, Any], run_id: str) -> None:
         template.setdefault("labels", {})[RUN_LABEL] = run_id
 
 
+def _run_id(text: str | None) -> str | None:
+    """``$DRAKIT_RUN_ID`` when it is a usable label value (lower-case letters and digits, up to 40)."""
+    return text if text and text.isascii() and text.isalnum() and text.islower() and len(text) <= 40 else None
+
+
 def _label(text: str) -> str:
     value = text.replace("/", ".")[:63].strip("-_.")
     return value or "case"
@@ -282,7 +287,9 @@ class ClusterBackend:
         self.config = config
         self.vendor = vendor  # fake_driver.profile.VendorProfile of the run (None: the fake drivers')
         self.keep_on_failure = bool(opt("--drakit-keep-on-failure"))
-        self.run_id = uuid.uuid4().hex[:8]
+        # the label value of what the cases create; a shard of drakit run --in-cluster is told
+        # its own (the run removes what a killed shard left by it)
+        self.run_id = _run_id(os.environ.get("DRAKIT_RUN_ID")) or uuid.uuid4().hex[:8]
         self.local = opt("--drakit-cluster") == "local"
         self.alternate: Any = None  # localtarget.Alternate on the local cluster
         self._stops: list[Any] = []  # what close() undoes, last first
@@ -309,14 +316,10 @@ class ClusterBackend:
         self.provider = "local" if self.local else "kubeconfig"
         # -n N on one cluster shared by the workers (not --cluster local: a cluster per worker):
         # the worker's prefix on the cases' cluster-scoped names, cluster-wide cases alone
-        self.prefix, self.shared = "", None  # type: tuple[str, Any]
-        lock_dir = (getattr(config, "workerinput", None) or {}).get("drakit_lock_dir")
-        if not self.local and int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0) > 1 and lock_dir:
-            from .clusterlock import ClusterLock
-            self.prefix = worker_prefix(os.environ.get("PYTEST_XDIST_WORKER"))
-            self.shared = ClusterLock(Path(lock_dir))
-            self._stops.append(self.shared.close)
         self.api, self.version, self.discovery = self.main.api, self.main.version, self.main.discovery
+        self.prefix, self.shared = "", None  # type: tuple[str, Any]
+        if not self.local:
+            self._share(config)
         self.gates = dict(self.main.gates)
         self.node_side = self.main.node_side  # clusternode.ClusterNodeSide on the local cluster
         self.installed: Any = None
@@ -328,6 +331,15 @@ class ClusterBackend:
         from .drivertarget import DriverSide
         self.driver_side = DriverSide(self.api, vendor, local=self.main if self.local else None)
         self._stops.append(self.driver_side.stop)  # before the cluster goes (last first)
+
+    def _share(self, config: Any) -> None:
+        """On a cluster shared with other workers (``-n N``: ``clusterlock``) or other shards of
+        the run (``--drakit-shard i/N``, N > 1: ``leaselock``), the prefix of this process's
+        cluster-scoped names and the lock(s) its cases hold."""
+        from .sharing import shared_cluster
+        self.prefix, self.shared = shared_cluster(config, self.api, self.run_id)
+        if self.shared is not None:
+            self._stops.append(self.shared.close)
 
     def teardown_note(self) -> str | None:
         """What :meth:`close` is about to stop, for the console (None: nothing to wait for)."""

@@ -2,7 +2,8 @@
 anything connects.
 
 :func:`resolve_kubeconfig` reads the file(s) (``--kubeconfig``, else ``$KUBECONFIG``, a
-``os.pathsep``-separated list as kubectl reads it, else ``~/.kube/config``) and checks that the
+``os.pathsep``-separated list as kubectl reads it, else ``~/.kube/config``, else inside a pod
+its service account) and checks that the
 chosen context (``--context``, else ``current-context``) exists and names a cluster with a
 server. Every problem is a :class:`KubeconfigError` with one line naming the file and the
 problem. Messages and :class:`KubeTarget` carry names only (context, cluster, user entry name):
@@ -82,10 +83,37 @@ def _read(path: Path) -> dict[str, Any] | None:
     return dict(data)
 
 
+SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+IN_CLUSTER = "in-cluster"
+
+
+def in_cluster_kubeconfig(environ: Mapping[str, str], account: Path = SERVICE_ACCOUNT) -> Path | None:
+    """Inside a pod (``KUBERNETES_SERVICE_HOST`` set, the service account's token mounted): a
+    kubeconfig of context ``in-cluster`` naming the API server, the account's CA file and token
+    file (read by the client, never copied), written to the private key folder; else None."""
+    host, port = environ.get("KUBERNETES_SERVICE_HOST"), environ.get("KUBERNETES_SERVICE_PORT", "443")
+    if not host or not (account / "token").is_file():
+        return None
+    server = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
+    data = {"apiVersion": "v1", "kind": "Config", "current-context": IN_CLUSTER,
+            "clusters": [{"name": IN_CLUSTER, "cluster": {"server": server,
+                                                          "certificate-authority": str(account / "ca.crt")}}],
+            "users": [{"name": IN_CLUSTER, "user": {"tokenFile": str(account / "token")}}],
+            "contexts": [{"name": IN_CLUSTER, "context": {"cluster": IN_CLUSTER, "user": IN_CLUSTER}}]}
+    path = _key_dir() / "in-cluster.kubeconfig"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
 def resolve_kubeconfig(path: str | None, context: str | None,
-                       environ: Mapping[str, str] | None = None) -> KubeTarget:
-    """The kubeconfig target of a run; see the module docstring."""
+                       environ: Mapping[str, str] | None = None, account: Path = SERVICE_ACCOUNT) -> KubeTarget:
+    """The kubeconfig target of a run; see the module docstring. With no kubeconfig named and
+    none at ``~/.kube/config``, inside a pod: the pod's service account (as kubectl does)."""
     env = os.environ if environ is None else environ
+    if not path and not env.get("KUBECONFIG") and not Path(DEFAULT_PATH).expanduser().exists():
+        inside = in_cluster_kubeconfig(env, account)
+        if inside is not None:
+            path = str(inside)
     raw = path or env.get("KUBECONFIG") or DEFAULT_PATH
     files = [Path(p).expanduser() for p in raw.split(os.pathsep) if p]
     label = ", ".join(str(f) for f in files) or raw

@@ -9,7 +9,9 @@ deviceClassName, the implicit extended resource of a class), and :meth:`NameMap.
 strips the prefix from whatever the cluster returns (objects, events, error messages), so
 checks, results and failure messages see the case's own names. A worker runs one case at a
 time, and a case removes its cluster-scoped objects when it ends, so a per-worker prefix keeps
-concurrent cases apart while a worker's later cases can reuse (say) a node.
+concurrent cases apart while a worker's later cases can reuse (say) a node. The shards of a run
+(``drakit run --shard i/N``) on one cluster do the same with the shard's prefix (``s2-node-a``,
+``s2-gw1-node-a`` for a worker of a shard).
 
 Only names that are valid DNS subdomains (pool names: slash-separated) and stay within 63
 characters with the prefix are rewritten; an invalid or long name is sent as written, so the
@@ -31,12 +33,14 @@ NAMESPACED_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate", "Pod", "
                               "Namespace"})  # Namespace: each case's own, named after the case
 _VALID = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/[a-z0-9]([-a-z0-9.]*[a-z0-9])?)*$")
 MAX_NAME = 63  # a node's name is also its hostname label value
-WORKER_PREFIX = re.compile(r"^gw\d+-")
+WORKER_PREFIX = re.compile(r"^(?:s\d+-gw\d+-|s\d+-|gw\d+-)")  # a shard's, a worker's, or both
 
 
-def worker_prefix(worker: str | None) -> str:
-    """The prefix of xdist worker ``worker`` (``gw1`` -> ``gw1-``); none outside xdist."""
-    return f"{worker}-" if worker and re.fullmatch(r"gw\d+", worker) else ""
+def worker_prefix(worker: str | None, shard: int | None = None) -> str:
+    """The prefix of xdist worker ``worker`` (``gw1`` -> ``gw1-``) in shard ``shard`` of a
+    sharded run (``s2-``, ``s2-gw1-``); none for one process of an unsharded run."""
+    own = f"{worker}-" if worker and re.fullmatch(r"gw\d+", worker) else ""
+    return (f"s{shard}-" if shard is not None else "") + own
 
 
 class NameMap:

@@ -1,0 +1,163 @@
+"""``drakit run --in-cluster --shards N``: the command (options, console, results, exit code)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+MAX_SHARDS = 64
+
+
+def default_image() -> str:
+    from drakit.fake_driver.deploy import DEFAULT_IMAGE
+    return DEFAULT_IMAGE  # the offline-built image: drakit, its Python, the suites
+
+
+def _problem(args: argparse.Namespace) -> str | None:
+    if not (1 <= args.shards <= MAX_SHARDS):
+        return f"--shards: {args.shards} is not 1 to {MAX_SHARDS}"
+    if [b.strip() for b in args.backend.split(",") if b.strip()] not in (["reference"], ["cluster"]):
+        return "--in-cluster runs the cluster backend only: drop --backend"
+    for flag, given in (("--cluster", args.cluster), ("--install-driver", args.install_driver),
+                        ("--shard", args.shard), ("--keep-on-failure", args.keep_on_failure)):
+        if given:
+            return f"{flag} does not apply to --in-cluster"
+    return None
+
+
+def case_files(raw: list[str]) -> list[tuple[str, str]] | None:
+    """``(path relative to the files' common folder, text)`` of the case files named (folders:
+    their ``*.case.yaml``); None for none named (the image's own suites run)."""
+    if not raw:
+        return None
+    paths = [Path(p) for p in raw]
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        raise ValueError(f"no such file or folder: {', '.join(missing)}")
+    files = sorted({f.resolve() for p in paths for f in ([p] if p.is_file() else p.rglob("*.case.yaml"))})
+    if not files:
+        raise ValueError(f"no *.case.yaml file in {', '.join(raw)}")
+    root = Path(os.path.commonpath([str(f.parent) for f in files]))
+    return [(str(f.relative_to(root)), f.read_text(encoding="utf-8")) for f in files]
+
+
+def shard_args(args: argparse.Namespace) -> list[str]:
+    out: list[str] = []
+    for flag, value in (("-k", args.keyword), ("-m", args.markexpr), ("--feature-gates", args.feature_gates),
+                        ("--max-case-size", args.max_case_size)):
+        if value:
+            out += [flag, value]
+    return out
+
+
+def run_in_cluster(args: argparse.Namespace) -> int:
+    problem = _problem(args)
+    if problem:
+        print(f"drakit run: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.vendor:
+        print("drakit run: --vendor is not carried into the cluster yet: run a vendor profile from outside",
+              file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        files = case_files(args.paths)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        print(f"drakit run: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    out = Path(args.out)
+    from drakit.conformance.backends.base import HarnessError
+    from drakit.conformance.backends.kubeapi import KubeApi
+    try:
+        api = KubeApi(args.kubeconfig, args.context)
+    except HarnessError as exc:
+        print(f"drakit run: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    from .manifests import case_files as configmap
+    if files is not None:
+        try:
+            configmap(files, "check")
+        except ValueError as exc:
+            print(f"drakit run: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    from .orchestrate import InCluster
+    run_id = uuid.uuid4().hex[:8]
+    say = _sayer()
+    run = InCluster(api, run_id, args.shards, args.image or default_image(), shard_args(args), files, say=say)
+    interrupted: str | None = None  # SIGINT/SIGTERM: drakit.conformance.interrupt raises KeyboardInterrupt
+    started = time.monotonic()
+    try:
+        try:
+            run.create()
+            last = ""
+            while not run.finished():
+                run.poll()
+                line = run.progress_line()
+                if line != last:
+                    say(f"drakit: {line}")
+                    last = line
+                if not run.finished():
+                    time.sleep(POLL_SECONDS)
+        except KeyboardInterrupt as exc:
+            interrupted = str(exc) or "SIGINT"
+            say(f"drakit: interrupted by {interrupted}: stopping the shards")
+        except Exception as exc:  # noqa: BLE001 - the API refused something: say it, delete what was made
+            from drakit.conformance.backends.kubeapi import first_line
+            say(f"drakit: in-cluster run failed: {first_line(exc)}")
+            interrupted = interrupted or "error"
+    finally:
+        from drakit.conformance.interrupt import INTERRUPTS
+        INTERRUPTS.enter("teardown")  # a signal from here on is only recorded: the deletes finish
+        with INTERRUPTS.shield():
+            wall = time.monotonic() - started
+            if args.keep:
+                say(f"drakit: --keep: namespace {run.namespace} and ClusterRole {run.namespace} left in place")
+            else:
+                for p in run.delete():
+                    say(f"drakit: deleting: {p}")
+                left = run.leftovers()
+                say("drakit: deleted everything the run created" if not left
+                    else f"drakit: still in the cluster: {', '.join(left[:10])}")
+    return _report(run, out, interrupted, wall)
+
+
+POLL_SECONDS = 2.0
+
+
+def _sayer() -> Any:
+    def say(text: str) -> None:
+        print(text, flush=True)
+    return say
+
+
+def _report(run: Any, out: Path, interrupted: str | None, wall: float) -> int:
+    from drakit.conformance.shardcli import merge_results
+    from drakit.reports.text import render_summary
+    lost = {s.index: s.why for s in run.shards if s.results is None}
+    for index, why in lost.items():
+        print(f"drakit: shard {index}/{run.count} lost: {why or 'it did not end'}")
+    parts = [(f"shard {s.index}/{run.count} (pod {s.pod})", s.results) for s in run.shards if s.results is not None]
+    extra = []
+    if interrupted in ("SIGINT", "SIGTERM"):
+        extra.append({"code": "interrupted", "signal": interrupted, "phase": "cases",
+                      "message": f"interrupted by {interrupted} while the shards ran: "
+                                 f"{len(parts)} of {run.count} shards brought back"})
+    if not parts:
+        print(f"drakit: verdict INCOMPLETE: no shard brought results back ({wall:.0f} s); nothing written",
+              file=sys.stderr)
+        return EXIT_FAILED
+    out.mkdir(parents=True, exist_ok=True)
+    for s in run.shards:
+        if s.results is not None:
+            (out / f"shard-{s.index}.json").write_text(json.dumps(s.results), encoding="utf-8")
+    merged = merge_results(parts, out, lost={i: (w or "it did not end") for i, w in lost.items()}, extra_reasons=extra)
+    print(render_summary(merged, color=False, matrix=True), end="")
+    print(f"drakit: {run.count} shards in the cluster, {wall:.1f} s wall; wrote {out / 'results.json'}, "
+          f"{out / 'junit.xml'}, {out / 'report.html'}")
+    return EXIT_OK if merged["verdict"]["result"] == "pass" else EXIT_FAILED

@@ -1,0 +1,91 @@
+"""drakit as a sonobuoy plugin: ``drakit sonobuoy-plugin`` prints the plugin definition, and
+``drakit run --sonobuoy`` hands the run's reports over the way a plugin does.
+
+The definition is a Job plugin (one pod for the cluster) with ``result-format: junit``: its
+container runs ``drakit run --backend cluster`` with the pod's service account (sonobuoy's),
+then puts ``junit.xml``, ``results.json`` and ``report.html`` in a tarball in sonobuoy's results
+folder (``$SONOBUOY_RESULTS_DIR``, which sonobuoy sets, else ``$RESULTS_DIR``, else
+``/tmp/sonobuoy/results``) and writes the tarball's path to the ``done`` file there, which
+sonobuoy's worker waits for. ``result-files`` names ``junit.xml``, so sonobuoy's junit
+post-processing reads that one file. The pod's ``/tmp`` is an extra emptyDir volume (the image's
+root file system is not written to).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+RESULTS_DIR = "/tmp/sonobuoy/results"
+TARBALL = "drakit-results.tar.gz"
+OUT = "/tmp/drakit-out"
+
+
+def plugin_definition(image: str, version: str, run_args: list[str]) -> dict[str, Any]:
+    return {
+        "sonobuoy-config": {
+            "driver": "Job",
+            "plugin-name": "drakit",
+            "result-format": "junit",
+            "result-files": ["junit.xml"],
+            "description": f"drakit {version}: Kubernetes 1.37 Dynamic Resource Allocation conformance",
+        },
+        "spec": {
+            "name": "plugin",
+            "image": image,
+            "imagePullPolicy": "IfNotPresent",
+            "command": ["drakit", "run", "--backend", "cluster", "--out", OUT, "--plain", "--sonobuoy", *run_args],
+            "env": [{"name": "TMPDIR", "value": "/tmp"}, {"name": "HOME", "value": "/tmp"}],
+            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+                                "runAsNonRoot": True, "runAsUser": 65532},
+            "volumeMounts": [{"name": "results", "mountPath": RESULTS_DIR},
+                             {"name": "drakit-tmp", "mountPath": "/tmp"}],
+        },
+        "extra-volumes": [{"name": "drakit-tmp", "emptyDir": {}}],
+    }
+
+
+def add_parsers(sub: Any) -> None:
+    p = sub.add_parser("sonobuoy-plugin", help="print drakit's sonobuoy plugin definition (sonobuoy run --plugin FILE)",
+                       description="Print a sonobuoy Job plugin (result-format: junit) that runs drakit's suites "
+                                   "in the cluster: drakit sonobuoy-plugin > drakit.yaml; sonobuoy run --plugin "
+                                   "drakit.yaml. Arguments after -- are added to its 'drakit run', e.g. -- -m "
+                                   "feature_core.")
+    p.add_argument("--image", default=None, help="the drakit image (default: drakit/fake-driver:<version>)")
+    p.add_argument("run_args", nargs=argparse.REMAINDER, help="arguments for drakit run in the plugin, after --")
+
+
+def run(args: argparse.Namespace) -> int:
+    from drakit.conformance.results import _kit_version
+    from .run import default_image
+    extra = [a for a in args.run_args if a != "--"] if args.run_args[:1] == ["--"] else list(args.run_args)
+    text = yaml.safe_dump(plugin_definition(args.image or default_image(), _kit_version(), extra), sort_keys=False)
+    sys.stdout.write(text)
+    return 0
+
+
+def results_dir(environ: Any = None) -> Path:
+    env = os.environ if environ is None else environ
+    return Path(env.get("SONOBUOY_RESULTS_DIR") or env.get("RESULTS_DIR") or RESULTS_DIR)
+
+
+def hand_over(out: Path, environ: Any = None) -> Path:
+    """Tar the reports in *out* into sonobuoy's results folder and write its ``done`` file
+    (the tarball's path); the tarball."""
+    folder = results_dir(environ)
+    folder.mkdir(parents=True, exist_ok=True)
+    tarball = folder / TARBALL
+    with tarfile.open(tarball, "w:gz") as tar:
+        for name in ("junit.xml", "results.json", "report.html"):
+            if (out / name).is_file():
+                tar.add(out / name, arcname=name)
+    tmp = folder / "done.tmp"
+    tmp.write_text(str(tarball), encoding="utf-8")
+    tmp.replace(folder / "done")
+    return tarball

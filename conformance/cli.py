@@ -104,12 +104,13 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("features", help="list the DRA features of Kubernetes 1.37 that drakit knows")
     from drakit.clusters import cli as cluster_cli
+    from drakit.clusters.images import cli as image_cli
     from drakit.clusters.nodeagent import cli as agent_cli
     from drakit.fake_driver import cli as driver_cli
     from .explain import cli as explain_cli
     from .incluster import sonobuoy
     from .nodecheck import cli as nodecheck_cli
-    for module in (cluster_cli, driver_cli, nodecheck_cli, agent_cli, explain_cli, sonobuoy):
+    for module in (cluster_cli, image_cli, driver_cli, nodecheck_cli, agent_cli, explain_cli, sonobuoy):
         module.add_parsers(sub)
     return p
 
@@ -134,13 +135,15 @@ def _dispatch(argv: Sequence[str] | None) -> int:
     if args.command == "features":
         return cmd_features()
     from drakit.clusters import cli as cluster_cli
+    from drakit.clusters.images import cli as image_cli
     from drakit.clusters.nodeagent import cli as agent_cli
     from drakit.fake_driver import cli as driver_cli
     from .explain import cli as explain_cli
     from .incluster import sonobuoy
     from .nodecheck import cli as nodecheck_cli
-    handlers = {"cluster": cluster_cli.run, "driver": driver_cli.run, "node-check": nodecheck_cli.run,
-                "node-agent": agent_cli.run, "explain": explain_cli.run, "sonobuoy-plugin": sonobuoy.run}
+    handlers = {"cluster": cluster_cli.run, "image": image_cli.run, "driver": driver_cli.run,
+                "node-check": nodecheck_cli.run, "node-agent": agent_cli.run, "explain": explain_cli.run,
+                "sonobuoy-plugin": sonobuoy.run}
     return handlers[args.command](args)
 
 

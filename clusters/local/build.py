@@ -169,14 +169,17 @@ CLUSTER_BINARIES: tuple[str, ...] = tuple(n for n in BINARY_NAMES if n not in TO
 CONTROL_PLANE_BINARIES: tuple[str, ...] = tuple(n for n in CLUSTER_BINARIES if n not in NODE_BINARIES)
 
 
-def bin_dir() -> Path:
-    """``$DRAKIT_CACHE/bin/k8s-<v>`` or ``${XDG_CACHE_HOME:-~/.cache}/drakit/bin/k8s-<v>``."""
+def cache_root() -> Path:
+    """drakit's cache: ``$DRAKIT_CACHE``, else ``${XDG_CACHE_HOME:-~/.cache}/drakit``."""
     base = os.environ.get("DRAKIT_CACHE")
     if base:
-        root = Path(base).expanduser()
-    else:
-        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "drakit"
-    return root / "bin" / f"k8s-{KUBE_VERSION}"
+        return Path(base).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "drakit"
+
+
+def bin_dir() -> Path:
+    """``$DRAKIT_CACHE/bin/k8s-<v>`` or ``${XDG_CACHE_HOME:-~/.cache}/drakit/bin/k8s-<v>``."""
+    return cache_root() / "bin" / f"k8s-{KUBE_VERSION}"
 
 
 def go_env() -> dict[str, str]:

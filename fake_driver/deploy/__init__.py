@@ -57,12 +57,15 @@ def plugin_name(driver: str) -> str:
 
 
 def manifests(image: str = DEFAULT_IMAGE, shape: str = DEFAULT_SHAPE,
-              drivers: Sequence[str] | None = None) -> list[dict[str, Any]]:
+              drivers: Sequence[str] | None = None, api_server: str | None = None) -> list[dict[str, Any]]:
     """Every object that installs the fake drivers, in apply order.
 
     ``shape`` is the bundled fake_hw node shape every node's plugin emulates; ``drivers`` the
-    fake drivers to run (default: all of them), one kubelet plugin DaemonSet each. Bad input
-    raises ``ValueError`` with one line saying what is wrong.
+    fake drivers to run (default: all of them), one kubelet plugin DaemonSet each.
+    ``api_server`` (``HOST:PORT``), only for clusters whose pods cannot reach the ``kubernetes``
+    Service (no kube-proxy, no pod network to the host, as drakit's local cluster): the pods run
+    in the host's network namespace and reach the API server at that address. Bad input raises
+    ``ValueError`` with one line saying what is wrong.
     """
     chosen = list(KNOWN_DRIVERS if drivers is None else dict.fromkeys(drivers))
     unknown = [d for d in chosen if d not in KNOWN_DRIVERS]
@@ -86,7 +89,25 @@ def manifests(image: str = DEFAULT_IMAGE, shape: str = DEFAULT_SHAPE,
         cls = copy.deepcopy(cls)
         cls["metadata"].setdefault("labels", {}).update(PART_OF)
         objs.append(cls)
+    if api_server is not None:
+        host, port = _host_port(api_server)
+        for obj in objs:
+            if obj["kind"] in ("Deployment", "DaemonSet"):
+                pod = obj["spec"]["template"]["spec"]
+                pod["hostNetwork"] = True
+                for container in pod["containers"]:
+                    container.setdefault("env", []).extend([
+                        {"name": "KUBERNETES_SERVICE_HOST", "value": host},
+                        {"name": "KUBERNETES_SERVICE_PORT", "value": port}])
     return sorted(objs, key=lambda o: _KIND_ORDER.index(o["kind"]))
+
+
+def _host_port(text: str) -> tuple[str, str]:
+    host, sep, port = text.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536 or any(c.isspace() or c in "/@" for c in host):
+        raise ValueError(f"bad API server address {text!r}: expected HOST:PORT, e.g. 127.0.0.1:6443")
+    return host, port
 
 
 def to_yaml(objs: Iterable[Mapping[str, Any]]) -> str:

@@ -28,6 +28,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help=f"bundled fake_hw node shape every node emulates (default: {DEFAULT_SHAPE})")
     p.add_argument("--drivers", type=_csv, default=None,
                    help=f"fake drivers to install, comma-separated (default: all: {','.join(KNOWN_DRIVERS)})")
+    p.add_argument("--api-server", default=None, metavar="HOST:PORT",
+                   help="only for clusters whose pods cannot reach the kubernetes Service (no kube-proxy, e.g. "
+                        "drakit's local cluster): run the pods in the host's network and reach the API server "
+                        "at HOST:PORT (default: neither; the manifests suit any cluster with a Service network)")
     return p
 
 
@@ -35,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from drakit.fake_driver.deploy import manifests, to_yaml
 
     try:
-        objs = manifests(image=args.image, shape=args.hardware, drivers=args.drivers)
+        objs = manifests(image=args.image, shape=args.hardware, drivers=args.drivers, api_server=args.api_server)
     except ValueError as err:
         print(f"drakit driver manifests: {err}", file=sys.stderr)
         return EXIT_USAGE

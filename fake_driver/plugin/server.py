@@ -10,17 +10,21 @@ Two servers, as the kubelet expects:
 The DRA socket is bound first, so it answers by the time the kubelet sees the registration
 socket. Sockets are mode 0600 and their folders 0700 (when we create them). The registration
 socket is bound inside the driver's private folder and renamed into the shared registry folder,
-so it is never reachable with looser permissions. ``stop`` removes the registration socket
-first (the kubelet reads that as deregistration), ends health streams, then stops serving.
+so it is never reachable with looser permissions; where the two folders are different mounts
+(a pod's hostPath volumes) the rename fails and it is bound in place instead. ``stop`` removes
+the registration socket first (the kubelet reads that as deregistration), ends health streams,
+then stops serving.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import threading
 from concurrent import futures
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Iterator
 
@@ -234,22 +238,36 @@ class PluginServer:
         dra.start()
         self._dra_server = dra
 
-        reg = self._new_server(lambda method: True)
-        pluginregistration_v1_pb2_grpc.add_RegistrationServicer_to_server(
-            RegistrationServicer(self), reg)
         same_fs = os.stat(data_dir).st_dev == os.stat(self.registration_socket.parent).st_dev
         staging = check_socket_path(data_dir / f".reg-{os.getpid()}.sock") if same_fs else None
-        bind_at = staging or self.registration_socket
-        remove_stale_socket(bind_at)
-        reg.add_insecure_port(f"unix://{bind_at}")
-        os.chmod(bind_at, SOCKET_MODE)
-        reg.start()
+        reg = self._registration_server(staging or self.registration_socket)
         if staging is not None:
             remove_stale_socket(self.registration_socket)
-            os.replace(staging, self.registration_socket)
+            try:
+                os.replace(staging, self.registration_socket)
+            except OSError as exc:
+                if exc.errno != errno.EXDEV:
+                    raise
+                # Two bind mounts of one file system (the hostPath volumes of a pod) refuse a
+                # rename between them although st_dev is equal: serve where the socket belongs.
+                log.info("registration socket bound in place (%s and %s are different mounts)",
+                         data_dir, self.registration_socket.parent)
+                reg.stop(None).wait()
+                staging.unlink(missing_ok=True)
+                reg = self._registration_server(self.registration_socket)
         self._reg_server = reg
         log.info("serving %s: DRA %s, registration %s (%s)", self.driver.driver, self.dra_socket,
                  self.registration_socket, ", ".join(self.supported_versions))
+
+    def _registration_server(self, path: Path) -> grpc.Server | LoopServer:
+        """A started registration server on ``path`` (mode 0600)."""
+        reg = self._new_server(lambda method: True)
+        pluginregistration_v1_pb2_grpc.add_RegistrationServicer_to_server(RegistrationServicer(self), reg)
+        remove_stale_socket(path)
+        reg.add_insecure_port(f"unix://{path}")
+        os.chmod(path, SOCKET_MODE)
+        reg.start()
+        return reg
 
     def swap(self, driver: FakeDriver, health: HealthMonitor | None) -> None:
         """Serve ``driver`` (same driver name and sockets) and ``health`` from now on, on the

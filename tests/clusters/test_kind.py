@@ -8,6 +8,8 @@ really starts kind runs only where a Docker engine answers and kind is on PATH.
 
 from __future__ import annotations
 
+import argparse
+
 import copy
 import re
 import shutil
@@ -126,7 +128,7 @@ def test_manifests_in_apply_order_with_the_fixed_commands() -> None:
     assert c["image"] == "example.test/drakit:1"
     assert c["command"] + c["args"] == [
         "drakit", "driver", "serve", "--driver", ACME, "--node", "$(NODE_NAME)", "--hardware", "small-1gpu",
-        "--plugin-dir", f"/var/lib/kubelet/plugins/{ACME}", "--registry-dir", "/var/lib/kubelet/plugins_registry",
+        "--plugin-dir", "/var/lib/kubelet/plugins", "--registry-dir", "/var/lib/kubelet/plugins_registry",
         "--cdi-dir", "/var/run/cdi", "--state-dir", f"/var/lib/kubelet/plugins/{ACME}/state",
         "--device-metadata", "--in-cluster",
     ]
@@ -147,6 +149,56 @@ def test_manifests_in_apply_order_with_the_fixed_commands() -> None:
 
     classes = [{**c, "metadata": {"name": c["metadata"]["name"]}} for c in by_kind(objs, "DeviceClass")]
     assert classes == device_classes()  # generated from fake_driver.classes, nothing else
+
+
+def test_plugin_sockets_land_where_the_kubelet_looks() -> None:
+    """The paths ``serve`` derives from the DaemonSet's arguments: the DRA socket is the
+    kubelet's conventional plugins/<driver>/dra.sock, inside the mounted driver folder (not
+    plugins/<driver>/<driver>), the registration socket in the mounted registry folder, the
+    API token and CA where the in-cluster config reads them."""
+    from drakit.fake_driver import cli as driver_cli
+    from drakit.fake_driver.plugin.driver import PluginConfig
+
+    parser = argparse.ArgumentParser()
+    driver_cli.add_parsers(parser.add_subparsers(dest="command"))
+    for ds in by_kind(manifests(), "DaemonSet"):
+        pod = ds["spec"]["template"]["spec"]
+        [c] = pod["containers"]
+        args = parser.parse_args(c["args"])
+        config = PluginConfig(driver=args.driver, node="n", plugin_dir=args.plugin_dir, registry_dir=args.registry_dir,
+                              cdi_dir=args.cdi_dir, state_dir=args.state_dir)
+        host = {v["name"]: v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v}
+        mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+        assert str(config.dra_socket) == f"/var/lib/kubelet/plugins/{args.driver}/dra.sock"
+        assert str(config.dra_socket.parent) in mounts and host[mounts[str(config.dra_socket.parent)]] == str(
+            config.dra_socket.parent)
+        assert str(config.registration_socket) == f"/var/lib/kubelet/plugins_registry/{args.driver}-reg.sock"
+        assert host[mounts[str(config.registration_socket.parent)]] == "/var/lib/kubelet/plugins_registry"
+        assert config.state_dir is not None and config.state_dir.parent == config.dra_socket.parent
+    for pod in [w["spec"]["template"]["spec"] for w in by_kind(manifests(), "DaemonSet") + by_kind(manifests(), "Deployment")]:
+        assert pod["automountServiceAccountToken"] is False and "hostNetwork" not in pod
+        [c] = pod["containers"]
+        token = {m["name"]: m for m in c["volumeMounts"]}["kube-api-access"]
+        assert token == {"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                         "readOnly": True}
+        [vol] = [v for v in pod["volumes"] if v["name"] == "kube-api-access"]
+        sources = vol["projected"]["sources"]
+        assert [src["serviceAccountToken"]["path"] if "serviceAccountToken" in src else
+                next(iter(src.values()))["items"][0]["path"] for src in sources] == ["token", "ca.crt", "namespace"]
+
+
+def test_manifests_for_clusters_without_a_service_network() -> None:
+    objs = manifests(api_server="127.0.0.1:36443")
+    for w in by_kind(objs, "DaemonSet") + by_kind(objs, "Deployment"):
+        pod = w["spec"]["template"]["spec"]
+        assert pod["hostNetwork"] is True
+        env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+        assert (env["KUBERNETES_SERVICE_HOST"], env["KUBERNETES_SERVICE_PORT"]) == ("127.0.0.1", "36443")
+    assert [o for o in objs if o["kind"] not in ("DaemonSet", "Deployment")] == \
+        [o for o in manifests() if o["kind"] not in ("DaemonSet", "Deployment")]
+    for bad in ("127.0.0.1", "host:", ":80", "h:99999", "a b:1"):
+        with pytest.raises(ValueError, match="bad API server address"):
+            manifests(api_server=bad)
 
 
 def test_manifests_for_some_drivers_and_bad_input() -> None:

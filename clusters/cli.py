@@ -61,7 +61,8 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPars
     kind.add_argument("--node-image", default=None, help="kindest/node:v1.37.x image (default: kind v0.33.0's v1.37.0)")
     kind.add_argument("--workers", type=int, default=1, help="worker nodes (default: 1)")
     kind.add_argument("--image", default=None, help="fake driver image (default: drakit/fake-driver:<version>)")
-    kind.add_argument("--no-build", action="store_true", help="do not build --image; it must exist in the local Docker engine")
+    kind.add_argument("--no-build", action="store_true",
+                      help="do not build drakit's images offline; load --image from the local Docker engine instead")
     kind.add_argument("--no-driver", action="store_true", help="do not install the fake drivers")
     kind.add_argument("--keep-on-failure", action="store_true", help="keep the cluster when installing the drivers fails")
 

@@ -1,12 +1,14 @@
 """``KindCluster``: a kind cluster with the DRA gates on and the fake drivers installed.
 
 ``up()`` checks that a Docker engine answers and ``kind`` is on PATH (one line saying what is
-missing otherwise). Unless told not to install the drivers, it builds the driver image first
-(``fake_driver/Dockerfile``, through testcontainers' Docker client). Then it writes the config
-(:mod:`clusters.kind.config`), runs ``kind create cluster`` with its own kubeconfig file (the
-user's ``~/.kube/config`` is left alone), loads the image into the nodes with ``kind load
-docker-image``, applies :func:`fake_driver.deploy.manifests` and waits for the drivers to roll
-out. ``down()`` runs ``kind delete cluster`` and removes the run dir.
+missing otherwise). Unless told not to install the drivers, it builds drakit's images first,
+offline and without Docker (:mod:`clusters.images`: the same OCI archives the local cluster's
+nodes import). Then it writes the config (:mod:`clusters.kind.config`), runs ``kind create
+cluster`` with its own kubeconfig file (the user's ``~/.kube/config`` is left alone), loads the
+driver and busybox archives into the nodes with ``kind load image-archive`` (an image of the
+user's own, ``build_image=False``: ``kind load docker-image``), applies
+:func:`fake_driver.deploy.manifests` and waits for the drivers to roll out. ``down()`` runs
+``kind delete cluster`` and removes the run dir.
 
     with KindCluster("drakit") as cluster:
         print(cluster.kubeconfig)
@@ -22,6 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from drakit.clusters.images import ImageBuildError, driver_ref, ensure_images
 from drakit.clusters.kind import config as kindconfig
 from drakit.clusters.kind import docker, install
 from drakit.clusters.local.launcher import ClusterError, default_run_dir
@@ -55,8 +58,9 @@ class KindCluster:
     """A kind cluster named ``name``; see the module docstring.
 
     ``gates`` / ``dra_gates``: as :func:`clusters.kind.config.cluster_gates`. ``install_driver``:
-    build (``build_image``) and load ``driver_image`` and apply the fake drivers' manifests
-    (``shape``, ``drivers``); when that fails the cluster is deleted unless ``keep_on_failure``.
+    build drakit's image offline (``build_image``; else ``driver_image`` must be in the local
+    Docker engine), load it and apply the fake drivers' manifests (``shape``, ``drivers``); when
+    that fails the cluster is deleted unless ``keep_on_failure``.
     ``run_dir`` holds the kind config and the kubeconfig.
     """
 
@@ -87,6 +91,10 @@ class KindCluster:
             self.manifests = manifests(image=driver_image, shape=shape, drivers=drivers) if install_driver else []
         except ValueError as exc:
             raise ClusterError(str(exc)) from None
+        if install_driver and build_image and driver_image != driver_ref():
+            raise ClusterError(f"the offline image build makes {driver_ref()}, not {driver_image}: pass an image of "
+                               f"your own with --no-build (it must be in the local Docker engine)")
+        self.archives: list[Path] = []
         self.install_driver = install_driver
         self.driver_image = driver_image
         self.build_image = build_image
@@ -116,10 +124,9 @@ class KindCluster:
                                f"'drakit cluster down --provider kind --name {self.name}' or pick another --name")
         if self.install_driver and self.build_image:  # before the cluster: a broken build costs no cluster
             try:
-                tool = docker.build_image(self.driver_image)
-            except docker.ImageError as exc:
-                raise ClusterError(str(exc)) from None
-            self.progress(f"built {self.driver_image} ({tool})")
+                self.archives = ensure_images(self.progress, which=("busybox", "driver"))
+            except ImageBuildError as exc:
+                raise ClusterError(f"building drakit's images: {exc}") from None
         self.run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.config_path.write_text(kindconfig.to_yaml(self.config), encoding="utf-8")
         self.progress(f"creating kind cluster {self.name} ({len(self.config['nodes'])} nodes)")
@@ -166,9 +173,17 @@ class KindCluster:
         self.down()
 
     # ------------------------------------------------------------------ steps
+    def load_images(self) -> None:
+        """Load the built archives (or, without a build, ``driver_image`` from Docker) into the nodes."""
+        if not self.archives:
+            self._kind("load", "docker-image", self.driver_image, "--name", self.name)
+            self.progress(f"loaded {self.driver_image} into the nodes")
+        for archive in self.archives:
+            self._kind("load", "image-archive", str(archive), "--name", self.name)
+            self.progress(f"loaded {archive.name} into the nodes")
+
     def _install(self) -> None:
-        self._kind("load", "docker-image", self.driver_image, "--name", self.name)
-        self.progress(f"loaded {self.driver_image} into the nodes")
+        self.load_images()
         try:
             client = install.dynamic_client(self.kubeconfig)
             install.apply(client, self.manifests, self.progress)

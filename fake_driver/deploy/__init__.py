@@ -48,7 +48,8 @@ def _version() -> str:
 
 
 DEFAULT_IMAGE = f"drakit/fake-driver:{_version()}"
-"""The image ``fake_driver/Dockerfile`` builds; a pinned tag, so kind never tries to pull it."""
+"""drakit's own image (``drakit image build``, :mod:`clusters.images`); a pinned tag, so a node
+that has it never tries to pull it."""
 
 
 def plugin_name(driver: str) -> str:

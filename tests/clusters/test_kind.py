@@ -11,14 +11,13 @@ from __future__ import annotations
 import argparse
 
 import copy
+import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 import tomllib
 import uuid
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -352,40 +351,6 @@ def test_rbac_grants_what_the_driver_needs_and_nothing_else(kube: Any) -> None:
     assert not _allowed(kube, PLUGIN_SA, "update", "nodes", group="", namespace="")
 
 
-# ---------------------------------------------------------------- image build context
-
-def test_image_build_context_installs_the_deploy_files(tmp_path: Path) -> None:
-    """The Dockerfile's COPY sources survive .dockerignore, and a wheel built from exactly them
-    carries the deploy YAML (package data) the installed 'drakit driver manifests' reads."""
-    dockerfile = (ROOT / "fake_driver/Dockerfile").read_text()
-    assert re.search(r"^FROM python:3\.11-slim$", dockerfile, re.M)
-    assert re.search(r'^ENTRYPOINT \["drakit"\]$', dockerfile, re.M)
-    user = re.findall(r"^USER (\S+)$", dockerfile, re.M)
-    assert user and not user[-1].startswith("0") and not user[-1].startswith("root")
-    sources = [src for line in re.findall(r"^COPY (.+)$", dockerfile, re.M) for src in line.split()[:-1]]
-    ignore = [ln.strip() for ln in (ROOT / ".dockerignore").read_text().splitlines()
-              if ln.strip() and not ln.startswith("#")]
-    assert ignore[0] == "*"  # an allowlist: everything else stays out of the context
-    for src in sources:
-        assert f"!{src}" in ignore or f"!{src}/" in ignore, f".dockerignore excludes COPY source {src}"
-    ctx = tmp_path / "ctx"
-    for src in sources:
-        path = ROOT / src
-        if path.is_dir():
-            shutil.copytree(path, ctx / src, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"))
-        else:
-            ctx.mkdir(exist_ok=True)
-            shutil.copy(path, ctx / src)
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
-                           "--no-build-isolation", "-w", str(tmp_path / "dist"), str(ctx)],
-                          capture_output=True, text=True, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    [wheel] = (tmp_path / "dist").glob("drakit-*.whl")
-    names = set(zipfile.ZipFile(wheel).namelist())
-    for yml in ("namespace", "serviceaccounts", "rbac", "kubelet-plugin", "controller"):
-        assert f"drakit/fake_driver/deploy/{yml}.yaml" in names
-
-
 # ---------------------------------------------------------------- the provider
 
 def test_kind_provider_refuses_clearly_without_docker(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -411,6 +376,34 @@ def test_kind_provider_refuses_clearly_without_docker(tmp_path: Path, capsys: py
     assert err_text.count("\n") == 1
     assert "the kind provider needs a running Docker engine and kind on PATH" in err_text
     assert drakit(["cluster", "up", "--provider", "kind", "--feature-gates", "DRAPrioritizedList=false"]) == 2
+
+
+def test_kind_loads_the_offline_archives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the provider hands kind: the archives ``drakit image build`` writes (``kind load
+    image-archive``), or an image of the user's own from Docker when told not to build. kind
+    itself is a recording stand-in here (kind needs Docker); tests/images/test_containerd.py
+    imports the same archives into containerd the way kind's nodes do."""
+    from drakit.clusters.images import ensure_images
+    from drakit.clusters.local.pytest_fixture import skip_or_fail
+
+    if any(shutil.which(t) is None for t in ("apt-get", "dpkg-deb", "gcc")):
+        skip_or_fail("building images needs a Debian host with apt-get, dpkg-deb and gcc")
+    log = tmp_path / "kind.log"
+    stub = tmp_path / "bin" / "kind"
+    stub.parent.mkdir()
+    stub.write_text(f'#!/bin/sh\necho "$*" >> "{log}"\n'
+                    'if [ "$1 $2" = "load image-archive" ]; then tar -tf "$3" | grep -qx oci-layout || exit 1; fi\n')
+    stub.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{stub.parent}:{os.environ['PATH']}")
+    cluster = KindCluster("drakit-load", run_dir=tmp_path / "run")
+    cluster.archives = ensure_images(which=("busybox", "driver"))
+    cluster.load_images()
+    assert log.read_text().splitlines() == [f"load image-archive {a} --name drakit-load" for a in cluster.archives]
+    with pytest.raises(ClusterError, match="pass an image of your own with --no-build"):
+        KindCluster("drakit-load", driver_image="example.test/mine:1")
+    log.unlink()
+    KindCluster("drakit-load", driver_image="example.test/mine:1", build_image=False).load_images()
+    assert log.read_text().splitlines() == ["load docker-image example.test/mine:1 --name drakit-load"]
 
 
 @pytest.mark.skipif(bool(preflight_problems()), reason="needs a running Docker engine and kind on PATH")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -160,11 +161,20 @@ def _out_folder(out: Path) -> bool:
     return True
 
 
-def _paths(raw: list[str]) -> list[Path] | None:
+def _paths(raw: list[str], *, links: bool = False) -> list[Path] | None:
+    """The paths given (the bundled suites when none); None, and the one line, when one is
+    missing. *links*: a dangling or looping symlink is kept for the loader to report (lint);
+    else it is named here (run: pytest cannot collect what does not resolve)."""
     paths = [Path(p) for p in raw] or [SUITES]
-    missing = [p for p in paths if not p.exists()]
+    missing = [p for p in paths if not (os.path.lexists(p) if links else p.exists())]
     if missing:
-        print(f"drakit: no such file or folder: {', '.join(map(str, missing))}", file=sys.stderr)
+        def name(p: Path) -> str:
+            if not p.is_symlink():
+                return str(p)
+            with contextlib.suppress(OSError):
+                return f"{p} (a symlink to {os.readlink(p)!r} that leads nowhere)"
+            return str(p)
+        print(f"drakit: no such file or folder: {', '.join(map(name, missing))}", file=sys.stderr)
         return None
     return paths
 
@@ -247,8 +257,8 @@ def _run(args: argparse.Namespace) -> int:
     results_path = out / "results.json"
     if results_path.exists():
         results_path.unlink()
-    root = Path(os.path.commonpath([str(p.resolve()) for p in paths]))
-    if root.is_file():
+    root = Path(os.path.commonpath([str(p.absolute()) for p in paths]))
+    if not root.is_dir():  # a file, a FIFO, a link: its folder
         root = root.parent
     # pytest's own terminal output is off: ProgressReporter prints progress and failures on the
     # controller, and the summary below is rendered from results.json.
@@ -423,9 +433,10 @@ def _print_to_pipe(text: str) -> None:
 
 def cmd_lint(args: argparse.Namespace) -> int:
     from drakit.fake_driver.profile import load_profile, load_vendor_profile
+    from .cases.finder import find_case_files
     from .cases.loader import MAX_BYTES, CaseIds, load_file, parse_size
     from .spec.needs import NEEDS_FAKE_DRIVER, vendor_unmet
-    paths = _paths(args.paths)
+    paths = _paths(args.paths, links=True)
     if paths is None:
         return EXIT_USAGE
     try:
@@ -443,9 +454,9 @@ def cmd_lint(args: argparse.Namespace) -> int:
         kind = "drakit's fake driver" if vendor.fake else "a vendor's own driver"
         print(f"{args.vendor}: vendor profile {vendor.name!r} is valid: {', '.join(vendor.driver_names)} ({kind})")
     # a path given is read whatever it is; in folders, every *.case.yaml that is not a folder
-    # (a FIFO or a dangling link is reported by the loader, never waited on or skipped)
-    files = sorted({f for p in paths for f in ([p] if not p.is_dir() else
-                                                 (g for g in p.rglob("*.case.yaml") if not g.is_dir()))})
+    # (a FIFO or a dangling link is reported by the loader, never waited on or skipped), each
+    # real folder once: the rule drakit run's collection follows too
+    files = find_case_files(paths)
     if not files:
         print(f"drakit lint: no *.case.yaml file in {', '.join(map(str, paths))}", file=sys.stderr)
         return EXIT_USAGE

@@ -26,6 +26,7 @@ from .cases.loader import MAX_BYTES, CaseIds, LoadResult, load_file, parse_size
 from .spec.case import Case
 from .spec.needs import vendor_unmet
 from .cases.runner import run_case
+from .casedirs import pytest_collect_directory  # noqa: F401 - a hook of this plugin (the folder collector)
 from .errors import LoadError
 from .features import FEATURES, parse_gates
 from .interrupt import INTERRUPTS

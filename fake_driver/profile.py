@@ -42,6 +42,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import string
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -55,6 +56,8 @@ from drakit.conformance.yamlmarks import line_of, load_documents
 SCHEMA_PATH = Path(__file__).with_name("profile.schema.json")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# the placeholders of driverUnderTest.plugin's command and folders (clusters.local.vendorplugin)
+PLUGIN_PLACEHOLDERS = ("node", "kubeconfig", "registryDir", "pluginsDir", "cdiDir", "drakitBin", "metricsPort")
 
 
 class ProfileError(ValueError):
@@ -266,6 +269,11 @@ def _under_test(data: Mapping[str, Any], drivers: Mapping[str, str], classes: Ma
     plugin = None
     if dut.get("plugin"):
         raw = dut["plugin"]
+        for field_ in ("command", "folders"):
+            for i, arg in enumerate(raw.get(field_) or ()):
+                problem = template_problem(arg)
+                if problem:
+                    raise fail(("driverUnderTest", "plugin", field_, i), problem)
         plugin = PluginSpec(tuple(raw["command"]), tuple(raw.get("folders") or ()),
                             tuple((c["name"], c["selector"]) for c in raw.get("deviceClasses") or ()),
                             raw.get("metricsPath"))
@@ -274,6 +282,19 @@ def _under_test(data: Mapping[str, Any], drivers: Mapping[str, str], classes: Ma
                            attribute_types=tuple(types), optional=tuple(dut.get("optional") or ()),
                            container_env=tuple((str(k), str(v)) for k, v in (dut.get("containerEnv") or {}).items()),
                            plugin=plugin, node_shapes=tuple(str(x) for x in dut.get("nodeShapes") or ()))
+
+
+def template_problem(arg: str) -> str | None:
+    """What is wrong with the ``{placeholders}`` of one plugin command argument (None: nothing)."""
+    try:
+        names = [f for _, f, _, _ in string.Formatter().parse(arg) if f is not None]
+    except ValueError as exc:  # a lone brace
+        return f"{exc} in {arg[:200]!r} (write {{{{ and }}}} for literal braces)"
+    for name in names:
+        if name not in PLUGIN_PLACEHOLDERS:
+            return (f"unknown placeholder {{{name[:100]}}} in {arg[:200]!r} "
+                    f"(known: {', '.join('{' + p + '}' for p in PLUGIN_PLACEHOLDERS)})")
+    return None
 
 
 @functools.lru_cache(maxsize=1)

@@ -28,12 +28,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from drakit.fake_driver.profile import PLUGIN_PLACEHOLDERS
+
 from . import procs
 
 # sh runs in the new mount namespace: $0 is the CDI folder, "$@" the plugin's command
 _NAMESPACE_SCRIPT = ('mount -n -t tmpfs -o mode=0755 drakit-run /run && mkdir -p /run/cdi && '
                      'mount -n --bind "$0" /run/cdi && exec "$@"')  # -n: no utab on the host
-PLACEHOLDERS = ("node", "kubeconfig", "registryDir", "pluginsDir", "cdiDir", "drakitBin", "metricsPort")
+PLACEHOLDERS = PLUGIN_PLACEHOLDERS  # checked when the profile is loaded (drakit lint --vendor)
 
 
 class PluginStartError(Exception):

@@ -19,6 +19,7 @@ error too: a suite that silently tests nothing is not a pass.
 from __future__ import annotations
 
 import copy
+import errno
 import functools
 import json
 import os
@@ -36,7 +37,7 @@ from ..model import parse_object
 from ..spec.case import Case, DeviceNeed, Inventory, NodeSpec, Step
 from ..spec.needs import derive_needs
 from ..yamlmarks import DEFAULT_LIMITS, MarkedDict, YamlLimits, line_of, load_documents
-from .placeholders import resolve, substitute_runtime
+from .placeholders import PlaceholderError, resolve, substitute_runtime
 
 SCHEMA_PATH = Path(__file__).with_name("case.v1.json")
 _DURATION = re.compile(r"^([0-9]+)(ms|s|m|h)$")
@@ -80,9 +81,10 @@ def load_file(path: Path, profile: Mapping[str, str], *, display: str | None = N
               vocabulary: Collection[str] | None = None, max_bytes: int = MAX_BYTES,
               limits: YamlLimits = DEFAULT_LIMITS) -> LoadResult:
     name = display or str(path)
+    odd = _not_a_regular_file(path)
+    if odd:
+        return LoadResult((), (LoadError(name, None, odd),))
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or device would block or never end
-            return LoadResult((), (LoadError(name, None, "not a regular file"),))
         with open(path, "rb") as f:
             raw = f.read(max_bytes + 1)
             if len(raw) > max_bytes:
@@ -94,6 +96,30 @@ def load_file(path: Path, profile: Mapping[str, str], *, display: str | None = N
     except (OSError, UnicodeDecodeError) as exc:
         return LoadResult((), (LoadError(name, None, f"cannot read: {exc}"),))
     return load_text(text, name, profile, vocabulary=vocabulary, limits=limits)
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder"))
+
+
+def _not_a_regular_file(path: Path) -> str | None:
+    """Why *path* cannot be read as a case file (None: it can be tried): a FIFO or a device
+    would block or never end, a dangling or looping symlink has nothing to read."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        if os.path.islink(path):
+            try:
+                target = os.readlink(path)
+            except OSError:
+                target = "?"
+            what = "a symlink loop" if exc.errno == errno.ELOOP else "a dangling symlink"
+            return f"{what} (to {target[:200]!r}): not a regular file, not loaded"
+        return None  # the open below says what is wrong
+    if stat.S_ISREG(mode):
+        return None
+    kind = next((k for test, k in _KINDS if test(mode)), "an unusual file")
+    return f"not a regular file ({kind}{' through a symlink' if os.path.islink(path) else ''}): not loaded"
 
 
 def load_text(text: str, file: str, profile: Mapping[str, str], *,
@@ -202,7 +228,10 @@ def _load_case(doc: Any, file: str, start: int, end: int, source: tuple[str, ...
     if problem:
         raise problem
     unknown: list[tuple[tuple[object, ...], str]] = []
-    doc = resolve(doc, profile, lambda p, k: unknown.append((p, k)))
+    try:
+        doc = resolve(doc, profile, lambda p, k: unknown.append((p, k)))
+    except PlaceholderError as exc:
+        raise LoadError(file, line_of(doc, exc.path) or start, exc.message, format_path(exc.path)) from None
     for p, key in unknown:
         if vocabulary is None or key not in vocabulary:
             raise LoadError(file, line_of(doc, p) or start,

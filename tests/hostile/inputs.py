@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,7 +86,7 @@ class CaseFile:
     line: str  # regex; {file} is the file's path
     code: int = 2  # drakit lint's exit code
     errors: int | None = 1  # problems lint reports for the file (None: lint reports no count)
-    in_run: bool = True  # False: not a regular file, which pytest's collection passes over
+    in_run: bool = True  # False: not part of the shared run (none since issue 25: every file the finder sees is)
     with_valid: bool = False  # linted together with the valid case (a problem of two files)
 
 
@@ -95,6 +96,21 @@ def _fifo(path: Path) -> None:
 
 def _loop(path: Path) -> None:
     path.symlink_to(path.name)  # a link to itself
+
+
+def _socket(path: Path) -> None:
+    with socket.socket(socket.AF_UNIX) as s:  # the socket file stays after the close
+        s.bind(str(path))
+
+
+def _link_to(target: str) -> Callable[[Path], None]:
+    return lambda path: path.symlink_to(target)
+
+
+def _link_to_fifo(path: Path) -> None:
+    fifo = path.parent.parent / "a-fifo-elsewhere"
+    os.mkfifo(fifo)
+    path.symlink_to(fifo)
 
 
 Y = r"{file}:(\d+): "  # any line
@@ -122,8 +138,18 @@ CASE_FILES: tuple[CaseFile, ...] = (
     CaseFile("size-1MiB-and-a-bit", _big((1 << 20) + 2048),
              r"{file}:1: the file is 1\.0 MiB, over the case-file size limit of 1 MiB"),
     CaseFile("errors-5000", _many_errors, r"{file}:100: stopped after 49 problems: the 4,951 documents from this line on were not loaded", errors=50),
-    CaseFile("a-fifo", _fifo, r"{file}: not a regular file", in_run=False),
-    CaseFile("a-link-to-itself", _loop, r"drakit: no such file or folder: {file}", in_run=False, errors=None),
+    # -- not regular files: each one a load error of lint and of the run (issue 25: the run
+    # passed over them in silence and said PASS) ---------------------------------------------
+    CaseFile("a-fifo", _fifo, r"{file}: not a regular file \(a FIFO\): not loaded"),
+    CaseFile("a-socket", _socket, r"{file}: not a regular file \(a socket\): not loaded"),
+    CaseFile("a-link-to-dev-zero", _link_to("/dev/zero"),
+             r"{file}: not a regular file \(a character device through a symlink\): not loaded"),
+    CaseFile("a-link-to-dev-null", _link_to("/dev/null"),
+             r"{file}: not a regular file \(a character device through a symlink\): not loaded"),
+    CaseFile("a-dangling-link", _link_to("nowhere.case.yaml"),
+             r"{file}: a dangling symlink \(to 'nowhere\.case\.yaml'\): not a regular file, not loaded"),
+    CaseFile("a-link-to-itself", _loop, r"{file}: a symlink loop \(to 'a-link-to-itself\.case\.yaml'\): not a regular file"),
+    CaseFile("a-link-to-a-fifo", _link_to_fifo, r"{file}: not a regular file \(a FIFO through a symlink\): not loaded"),
     # -- YAML ------------------------------------------------------------------------------------
     CaseFile("empty", "", r"{file}:1: no case in this file \(it is empty\)"),
     CaseFile("only-comments", "# a case will go here\n\n# later\n",
@@ -259,6 +285,7 @@ contexts: [{name: x, context: {cluster: c, user: u}}]
 current-context: x
 """
 
+UPSTREAM_PROFILE = (Path(__file__).parents[2] / "examples" / "upstream-test-driver.yaml").read_text(encoding="utf-8")
 VALID_RESULTS = (Path(__file__).parents[1] / "fixtures" / "results" / "all-passed.json").read_text(encoding="utf-8")
 FIRST_ID = json.loads(VALID_RESULTS)["cases"][0]["id"]
 FIRST_BACKEND = json.loads(VALID_RESULTS)["cases"][0]["backend"]
@@ -315,6 +342,14 @@ COMMANDS: tuple[Command, ...] = (
             r"{d}/vendor\.yaml:1: invalid YAML: nested deeper than 100 levels", 2),
     Command("vendor-a-list", {"vendor.yaml": "- a\n- b\n"}, VENDOR_LINT, r"{d}/vendor\.yaml:1: ", 2),
     Command("vendor-unknown-field", {"vendor.yaml": "name: acme\nflavour: mint\n"}, VENDOR_LINT, r"{d}/vendor\.yaml:\d+: ", 2),
+    Command("vendor-unknown-plugin-placeholder", {"vendor.yaml": UPSTREAM_PROFILE.replace('"{node}"', '"{nosuch}"')},
+            VENDOR_LINT, r"{d}/vendor\.yaml:\d+: driverUnderTest\.plugin\.command\[\d+\]: unknown placeholder \{nosuch\} "
+                         r"in '\{nosuch\}' \(known: \{node\}, ", 2),
+    Command("vendor-plugin-lone-brace", {"vendor.yaml": UPSTREAM_PROFILE.replace('"{node}"', '"{node"')},
+            VENDOR_LINT, r"{d}/vendor\.yaml:\d+: driverUnderTest\.plugin\.command\[\d+\]: expected '\}' before end of "
+                         r"string in '\{node' \(write \{\{ and \}\} for literal braces\)", 2),
+    Command("vendor-unknown-folder-placeholder", {"vendor.yaml": UPSTREAM_PROFILE.replace('["{pluginsDir}/', '["{tmp}/')},
+            VENDOR_LINT, r"{d}/vendor\.yaml:\d+: driverUnderTest\.plugin\.folders\[0\]: unknown placeholder \{tmp\}", 2),
     # -- kubeconfigs (drakit run --backend cluster) -------------------------------------------
     Command("kubeconfig-missing", {}, KUBECONFIG_RUN, r"{d}/kubeconfig", 2),
     Command("kubeconfig-empty", {"kubeconfig": ""}, KUBECONFIG_RUN, r"{d}/kubeconfig", 2),
@@ -392,7 +427,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("lint-missing-path", {}, ("lint", "{d}/nowhere"), r"drakit: no such file or folder: {d}/nowhere", 2),
     Command("lint-folder-without-cases", {"x/notes.txt": "no case here\n"}, ("lint", "{d}/x"),
             r"drakit lint: no \*\.case\.yaml file in {d}/x", 2),
-    Command("report-no-arguments", {}, ("report",), r"drakit report: give either RESULTS\.json", 2),
+    Command("report-no-arguments", {}, ("report",), r"drakit report: give RESULTS\.json", 2),
     Command("features-extra-argument", {}, ("features", "--colour"), r"--colour", 2),
     Command("unknown-command", {}, ("teleport",), r"teleport", 2),
 )

@@ -320,7 +320,7 @@ def _run(args: argparse.Namespace) -> int:
         emit_results(results_path.read_text(encoding="utf-8"), sys.stdout)
     from drakit.reports.text import render_summary
     print("")
-    print(render_summary(results, color=color, matrix=mode != "quiet"), end="")
+    print(render_summary(results, color=color, matrix=mode != "quiet", rule=bool(getattr(args, "verbose", False))), end="")
     print(f"drakit: wrote {results_path}, {out / 'junit.xml'}, {out / 'report.html'}")
     if INTERRUPTS.interrupted:
         print(f"drakit: interrupted by {INTERRUPTS.signal}: verdict {results['verdict']['result']}", file=sys.stderr)

@@ -446,12 +446,12 @@ def render_failure(case: Case, failure: dict[str, Any]) -> str:
         lines.append("  diff (expected -> actual):")
         lines.extend("    " + d for d in failure["diff"].splitlines()[:60])
     elif failure.get("expected") is not None or failure.get("actual") is not None:
-        lines.append(f"  expected: {json.dumps(failure.get('expected'), default=str)[:500]}")
-        lines.append(f"  actual:   {json.dumps(failure.get('actual'), default=str)[:500]}")
+        lines.append(f"  expected: {json.dumps(failure.get('expected'), default=str)}")
+        lines.append(f"  actual:   {json.dumps(failure.get('actual'), default=str)}")
     if failure.get("detail"):
         lines.append(failure["detail"])
-    from drakit.reports import shorten
-    return "\n".join(shorten(line, 500) for text in lines for line in str(text).splitlines())
+    from drakit.reports import shorten_middle
+    return "\n".join(shorten_middle(line, 500) for text in lines for line in str(text).splitlines())
 
 
 def _one_line(exc: BaseException) -> str:

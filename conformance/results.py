@@ -21,7 +21,7 @@ from typing import Any, Callable, TextIO
 
 import pytest
 
-from drakit.reports import clean_text, shorten
+from drakit.reports import clean_text, shorten_middle
 
 from .features import FEATURES
 from .interrupt import INTERRUPTS
@@ -135,12 +135,24 @@ class ResultsCollector:
         self.cases: dict[str, dict[str, Any]] = {}
         self.started = _now()
         self.t0 = 0.0
+        self.t0_epoch = time.time()  # report.start/stop are epoch seconds, whichever worker ran the phase
+        self.timeline: dict[str, dict[str, Any]] = {}  # nodeid -> worker and [start, end] of each phase
         self.results: dict[str, Any] | None = None
         self.planned: list[str] = []  # node ids of the collected items, to name what an interrupt left out
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.t0 = time.monotonic()
+        self.t0_epoch = time.time()
         self.started = _now()
+
+    def _record_phase(self, report: pytest.TestReport) -> None:
+        """Where the phase ran and when, as offsets from the session's start (the report's
+        timeline: set-up, the case itself and teardown per worker)."""
+        start, stop = getattr(report, "start", 0.0), getattr(report, "stop", 0.0)
+        if not start or not stop:
+            return
+        entry = self.timeline.setdefault(report.nodeid, {"worker": str(getattr(report, "worker_id", None) or "main")})
+        entry[report.when] = [round(max(0.0, start - self.t0_epoch), 3), round(max(0.0, stop - self.t0_epoch), 3)]
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         if session.items:  # empty on an xdist controller, which learns the ids below
@@ -160,6 +172,7 @@ class ResultsCollector:
             elif key == "drakit-environment-update":  # a process's last case (one per xdist worker)
                 sent = json.loads(str(value))
                 self.env_updates.setdefault(sent["backend"], {})[sent.get("process", "main")] = sent["environment"]
+        self._record_phase(report)
         data = _drakit_props(report)
         if data is None:
             return
@@ -198,6 +211,8 @@ class ResultsCollector:
             where = shlex.quote(self._rerun_path(entry["file"]))
             entry["rerun"] = (f"drakit run {where} -k {shlex.quote(entry['id'])} --backend {b} -n 0"
                               if b != "-" else f"drakit run {where}")
+            if entry["nodeid"] in self.timeline:
+                entry["timeline"] = self.timeline[entry["nodeid"]]
             cases.append(entry)
         cases.sort(key=lambda c: (min((_FEATURE_RANK.get(f, 99) for f in c.get("features") or []), default=-1),
                                   c["id"], BACKEND_RANK.get(c.get("backend", ""), 9)))
@@ -364,7 +379,7 @@ class ProgressReporter:
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:  # not a case file (drakit's own never fail to collect): a conftest.py, say
             last = next((line.strip() for line in reversed(report.longreprtext.splitlines()) if line.strip()), "")
-            self._print(clean_text(f"ERROR collecting {report.nodeid or '.'}: {shorten(last, self.MAX_LINE)}"))
+            self._print(clean_text(f"ERROR collecting {report.nodeid or '.'}: {shorten_middle(last, self.MAX_LINE)}"))
 
     def pytest_internalerror(self, excrepr: Any, excinfo: pytest.ExceptionInfo[BaseException]) -> bool:
         """A bug inside the run: one line and the crash file, never pytest's INTERNALERROR dump."""
@@ -389,7 +404,7 @@ class ProgressReporter:
             summary = summary.splitlines()[0] if summary else next(
                 (line.strip() for line in reversed(text.splitlines()) if line.strip()), status)
             if self.mode != "quiet":
-                self._print(f"{self._paint(status.upper())} {label}: {shorten(summary, self.MAX_LINE)}")
+                self._print(f"{self._paint(status.upper())} {label}: {shorten_middle(summary, self.MAX_LINE)}")
         elif self.verbose and first:
             self._print(f"{self._paint(status.upper())} {label} ({report.duration:.2f} s)")
         self._progress(final=False)
@@ -402,7 +417,7 @@ class ProgressReporter:
         self._print("")
         self._print(f"failure details ({len(shown)} of {len(self.details)}):")
         for block in shown:
-            lines = [shorten(line, self.MAX_DETAIL_LINE) for line in block.splitlines()]
+            lines = [shorten_middle(line, self.MAX_DETAIL_LINE) for line in block.splitlines()]
             if len(lines) > self.MAX_DETAIL_LINES:
                 lines = lines[: self.MAX_DETAIL_LINES] + [f"... {len(lines) - self.MAX_DETAIL_LINES} more lines in report.html"]
             self._print("")

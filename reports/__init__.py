@@ -368,6 +368,18 @@ def shorten(text: str, limit: int, where: str = "results.json") -> str:
     return f"{text[:limit]}... ({len(text) - limit:,} more characters in {where})"
 
 
+def shorten_middle(text: str, limit: int, where: str = "results.json") -> str:
+    """*text* kept to about *limit* characters by leaving out its middle, saying how much and
+    where it is kept. A message's explanation is at its end (``... Syntax error: mismatched
+    input ')' expecting {...}``, ``... got 1``), so the end is kept whole and the start (what
+    and where) as far as it fits."""
+    if len(text) <= limit:
+        return text
+    tail = limit * 3 // 5
+    head = limit - tail
+    return f"{text[:head]} [... {len(text) - limit:,} characters left out, all in {where} ...] {text[-tail:]}"
+
+
 _CREDENTIAL_KEY = re.compile(
     r"token|passw(or)?d|passphrase|secret|authori[sz]ation|clientkey|privatekey|apikey|bearer|"
     r"credential|cookie|sessionkey"

@@ -47,6 +47,7 @@ from drakit.reports import (
     sorted_cases,
     verdict_reasons,
 )
+from drakit.reports.timeline import timeline_view
 
 __all__ = ["render_html", "build_view", "jinja_environment", "TEXT_LIMIT", "SIZE_BUDGET"]
 
@@ -58,6 +59,7 @@ MAX_DETAILED_FAILURES = 50  # failures shown in full; later ones in short form (
 MATRIX_CELL_CASES = 25  # cases listed in one matrix cell (the rest are in the all-cases table)
 SLOWEST = 10
 MAX_DECIDERS = 20  # cases listed under the verdict banner
+SHOWN_DECIDERS = 3  # of them, shown without opening a list (the failures follow the banner)
 MAX_REASON_REFS = 200  # cases listed under a run-level verdict reason (an interrupt's not-run cases)
 OPEN_SKIP_GROUP = 25  # skip groups with at most this many cases start expanded
 MAX_EVENTS = 50  # events listed per failure
@@ -124,7 +126,8 @@ def _matrix(data: Mapping[str, Any], backends: list[str], divergent: set[str]) -
             row_cells.append({**_status(rollup(counts)), "backend": backend, "counts": counts,
                               "extra": extra, "total": len(cases),
                               "cases": [_ref(c) for c in cases[:MATRIX_CELL_CASES]]})
-        rows.append({**feature, "cells": row_cells, "divergent": len(ids & divergent)})
+        rows.append({**feature, "cells": row_cells, "divergent": len(ids & divergent),
+                     "empty": all(c["total"] == 0 for c in row_cells)})
     return rows
 
 
@@ -378,6 +381,8 @@ def build_view(results: Mapping[str, Any]) -> dict[str, Any]:
         "environment": _environment(data, backends),
         "timing": _timing(data, ordered, backends),
         "statuses": [_status(s) for s in SYMBOLS if s != "no cases"],
+        "timeline": timeline_view(dict(data), {(c["id"], c["backend"]): case_anchor(c) for c in ordered}),
+        "shown_deciders": SHOWN_DECIDERS,
     })
     return view
 

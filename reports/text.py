@@ -20,7 +20,7 @@ from drakit.reports import (
     first_line,
     matrix_backends,
     rollup,
-    shorten,
+    shorten_middle,
     sorted_cases,
     without_failure_payloads,
 )
@@ -28,7 +28,7 @@ from drakit.reports import (
 __all__ = ["render_summary", "progress_line", "PROGRESS_STATUSES"]
 
 MAX_FAILURES = 10
-MAX_LINE = 200  # a failure's summary in the list; the full text is in results.json and report.html
+MAX_LINE = 500  # a failure's summary in the list (its middle left out beyond that); all of it is in results.json
 MAX_DIVERGENCES = 5
 PROGRESS_STATUSES = ("passed", "failed", "error", "skipped")
 _SGR = {"passed": "32", "failed": "1;31", "error": "1;35", "skipped": "90", "xfail": "34",
@@ -76,11 +76,12 @@ def progress_line(done: int, total: int | None, counts: Mapping[str, int], *, co
     return f"{head}  " + "  ".join(parts)
 
 
-def render_summary(results: Mapping[str, Any], *, color: bool, matrix: bool = True) -> str:
+def render_summary(results: Mapping[str, Any], *, color: bool, matrix: bool = True, rule: bool = False) -> str:
     """A few lines for the terminal. Pure: same results and flags, same text.
 
     ``matrix=False`` (``drakit run --quiet``) leaves out the run line and the feature matrix:
-    only failures, divergences and the verdict remain. Control characters from the results (an
+    only failures, divergences and the verdict remain. ``rule=True`` (``drakit run -v``) adds
+    the rule the verdict follows. Control characters from the results (an
     ESC in a case id, say) are shown escaped, so the file can never drive the terminal.
     """
     results = clean_strings(without_failure_payloads(results))
@@ -133,7 +134,7 @@ def render_summary(results: Mapping[str, Any], *, color: bool, matrix: bool = Tr
         lines += ["", "failures:"]
         for case in broken[:MAX_FAILURES]:
             label = _paint(_LABEL[case["status"]], case["status"], color)
-            lines.append(f"  {label} {case['id']} [{case['backend']}]: {shorten(first_line(case['failure']['summary']), MAX_LINE)}")
+            lines.append(f"  {label} {case['id']} [{case['backend']}]: {shorten_middle(first_line(case['failure']['summary']), MAX_LINE)}")
             if case.get("rerun"):
                 lines.append(f"    rerun: {case['rerun']}")
         if len(broken) > MAX_FAILURES:
@@ -155,7 +156,8 @@ def render_summary(results: Mapping[str, Any], *, color: bool, matrix: bool = Tr
     lines += ["", f"{summary['total']} cases: {totals}",
               f"verdict: {_paint(verdict['result'].upper(), verdict['result'], color)}"]
     lines += [f"  - {r['message']}" for r in verdict.get("reasons") or []]
-    lines.append(f"rule: {verdict['rule']}")
+    if rule:
+        lines.append(f"rule: {verdict['rule']}")
     while lines and not lines[0]:
         lines.pop(0)
     return "\n".join(lines) + "\n"

@@ -47,7 +47,8 @@ FIXTURES = Path(__file__).parent / "fixtures" / "results"
 GOLDEN = Path(__file__).parent / "golden"
 FIXTURE_NAMES = ("all-passed", "incomplete", "mixed")
 HOSTILE = "<script>alert(1)</script>"
-SECTIONS = ["verdict", "matrix", "divergences", "skips", "failures", "cases", "environment", "timing"]
+# the decision and the failures first, the matrix after them
+SECTIONS = ["verdict", "failures", "divergences", "skips", "matrix", "cases", "timeline", "timing", "environment"]
 JUNIT_XSD = Path(__file__).parent / "fixtures" / "junit.xsd"
 
 
@@ -317,11 +318,18 @@ def test_html_matrix_has_one_row_per_feature(name: str) -> None:
     html = render_html(results)
     page = Page(section(html, "matrix"))
     rows = [a["data-feature"] for t, a in page.with_attr("data-feature") if t == "tr"]
-    assert rows == [f["id"] for f in results["features"]]
+    # features with cases first, then the ones without (folded), each in registry order
+    with_cases = {c_feature for c in results["cases"] for c_feature in c["features"]}
+    ids = [f["id"] for f in results["features"]]
+    assert rows == [f for f in ids if f in with_cases] + [f for f in ids if f not in with_cases]
+    folded = section(html, "matrix").split('<details class="empty-features">', 1)
+    assert all(f"data-feature=\"{f}\"" in folded[1] for f in ids if f not in with_cases) if len(folded) > 1 \
+        else set(ids) <= with_cases
     columns = [a["data-column"] for t, a in page.with_attr("data-column")]
-    assert columns == list(results["environment"]["backends"])
+    tables = 2 if len(folded) > 1 and with_cases & set(ids) else 1
+    assert columns == list(results["environment"]["backends"]) * tables
     cells = [a["data-backend"] for t, a in page.with_attr("data-backend") if t == "td"]
-    assert cells == columns * len(rows)
+    assert cells == list(results["environment"]["backends"]) * len(rows)
     text = page.all_text()
     assert all(f"KEP-{f['kep']}" in text for f in results["features"])
 
@@ -442,7 +450,9 @@ def test_html_escapes_hostile_text(mixed: dict[str, Any]) -> None:
     allowed = {"html", "head", "meta", "title", "style", "body", "header", "h1", "h2", "h3", "h4", "p",
                "code", "nav", "a", "main", "section", "span", "strong", "ul", "ol", "li", "table", "thead",
                "tbody", "tr", "th", "td", "br", "details", "summary", "pre", "div", "label", "select",
-               "option", "footer", "script"}
+               "option", "footer", "script",
+               # the timeline (inline SVG)
+               "svg", "g", "rect", "line", "text"}
     assert {t for t, _ in page.tags} <= allowed
     assert len(page.scripts) == 1 and "alert" not in page.scripts[0]
     assert not [(t, k) for t, a in page.tags for k in a if k.startswith("on")]
@@ -593,7 +603,7 @@ def test_matrix_columns_are_the_backends_that_ran_cases(mixed: dict[str, Any]) -
     broken["backend"] = "-"
     assert "-" in reports.backend_order(mixed) and matrix_backends(mixed) == ["reference", "cluster", "node-plugin"]
     page = Page(section(render_html(mixed), "matrix"))
-    assert [a["data-column"] for _, a in page.with_attr("data-column")] == ["reference", "cluster", "node-plugin"]
+    assert [a["data-column"] for _, a in page.with_attr("data-column")][:3] == ["reference", "cluster", "node-plugin"]
     # a backend the environment does not list still gets a column when its cases name features
     extra = copy.deepcopy(mixed["cases"][0])
     extra["backend"] = "kind-cluster"

@@ -4,7 +4,7 @@ opened in a real browser (headless Chromium from Debian, ``apt-get install -y ch
 
 The two runs happen once per test session and worker (a module fixture), under different
 ``PYTHONHASHSEED`` values. The browser test skips, saying why, when ``/usr/bin/chromium`` is
-absent; it saves a screenshot to ``$DRAKIT_ARTIFACTS`` (default: the run's output folder) and
+absent; it saves screenshots at 1400 and 800 px wide to ``$DRAKIT_ARTIFACTS`` (default: the run's output folder) and
 prints the path.
 """
 
@@ -70,12 +70,13 @@ def drakit(*args: str, cwd: Path, seed: str = "0") -> subprocess.CompletedProces
 
 def normalise(results: dict[str, Any]) -> dict[str, Any]:
     """A results dict with everything that differs between two runs of the same cases fixed:
-    the run id and times, the command line and worker count, every duration."""
+    the run id and times, the command line and worker count, every duration and the timeline."""
     r = copy.deepcopy(results)
     r["run"].update(id="r-normalised", startedAt=FIXED_TIME, finishedAt=FIXED_TIME, wallSeconds=1.0,
                     command=["drakit", "run"], workers=0)
     for case in r["cases"]:
         case["durationSeconds"] = 0.0
+        case.pop("timeline", None)  # which worker ran a case, and when
         for step in case["steps"]:
             step["durationSeconds"] = 0.0
     return r
@@ -229,6 +230,33 @@ def chromium(*args: str, user_data: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(CHROMIUM), *flags, *args], capture_output=True, text=True, timeout=180)
 
 
+# A script added to a copy of the page (never to the report itself): where the first failure and
+# the timeline are laid out, and whether anything but a .wide box is wider than the window.
+PROBE = """<script>
+(function () {
+  var w = document.documentElement.clientWidth, over = [];
+  document.querySelectorAll("body *").forEach(function (e) {
+    if (e.getBoundingClientRect().right > w + 1 && !e.closest(".wide")) { over.push(e.tagName + "." + e.className); }
+  });
+  var f = document.querySelector("details.failure > summary"), tl = document.querySelector("svg.timeline");
+  document.body.setAttribute("data-probe", JSON.stringify({
+    width: w, overflowing: over.slice(0, 10), scrollWidth: document.documentElement.scrollWidth,
+    failure: f ? f.getBoundingClientRect().bottom : null, timeline: tl ? tl.getBoundingClientRect().height : null}));
+})();
+</script>"""
+
+
+def probe(report: Path, width: int, tmp_path: Path) -> dict[str, Any]:
+    """Layout facts of *report* opened at *width* x 900 in headless Chromium."""
+    copy_ = tmp_path / f"probe-{width}.html"
+    copy_.write_text(report.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    res = chromium("--dump-dom", f"--window-size={width},900", copy_.as_uri(), user_data=tmp_path / f"probe-profile-{width}")
+    assert res.returncode == 0, res.stderr[-2000:]
+    start = res.stdout.index('data-probe="') + len('data-probe="')
+    raw = res.stdout[start:res.stdout.index('"', start)]
+    return json.loads(raw.replace("&quot;", '"').replace("&amp;", "&"))
+
+
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="needs headless Chromium at /usr/bin/chromium "
                                                    "(Debian: apt-get install -y chromium)")
 def test_report_of_a_real_run_in_a_browser(runs: Runs, tmp_path: Path) -> None:
@@ -237,8 +265,8 @@ def test_report_of_a_real_run_in_a_browser(runs: Runs, tmp_path: Path) -> None:
     res = chromium("--dump-dom", report.as_uri(), user_data=tmp_path / "profile")
     assert res.returncode == 0 and "</html>" in res.stdout, res.stderr[-2000:]
     dom = Dom(res.stdout)
-    assert dom.feature_rows == [f["id"] for f in results["features"]]  # a row per feature
-    assert dom.columns == ["reference"]
+    assert sorted(dom.feature_rows) == sorted(f["id"] for f in results["features"])  # a row per feature
+    assert set(dom.columns) == {"reference"}
     assert dom.verdict_text.strip().endswith(f"Verdict: {results['verdict']['result'].upper()}")
     broken = [c for c in results["cases"] if c["status"] in ("failed", "error")]
     assert len(dom.failures) == len(broken) == 1
@@ -246,16 +274,25 @@ def test_report_of_a_real_run_in_a_browser(runs: Runs, tmp_path: Path) -> None:
     assert dom.filter_visible  # the page's script ran (the status filter is shown)
     assert "claim one-gpu: expected 2 allocated devices, got 1" in res.stdout
 
+    # a failing run's first failure is on the first screen at 1400 x 900; no width needs a
+    # horizontal scroll of the page (wide tables scroll in their own box); the timeline is drawn
+    wide, narrow = probe(report, 1400, tmp_path), probe(report, 800, tmp_path)
+    assert wide["failure"] is not None and wide["failure"] < 900, wide
+    for layout in (wide, narrow):
+        assert not layout["overflowing"] and layout["scrollWidth"] <= layout["width"], layout
+        assert layout["timeline"] and layout["timeline"] > 40, layout
+
     artifacts = Path(os.environ.get("DRAKIT_ARTIFACTS") or runs.base / "out-n2")
     artifacts.mkdir(parents=True, exist_ok=True)
-    shot = artifacts / "report-screenshot.png"
-    res = chromium(f"--screenshot={shot}", "--window-size=1280,2000", report.as_uri(), user_data=tmp_path / "profile2")
-    assert res.returncode == 0 and shot.exists() and shot.stat().st_size > 10_000, res.stderr[-2000:]
-    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for width in (1400, 800):
+        shot = artifacts / f"report-{width}x900.png"
+        res = chromium(f"--screenshot={shot}", f"--window-size={width},900", report.as_uri(),
+                       user_data=tmp_path / f"profile-{width}")
+        assert res.returncode == 0 and shot.exists() and shot.stat().st_size > 10_000, res.stderr[-2000:]
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        print(f"\nbrowser screenshot of the report at {width} x 900: {shot}")
     if artifacts != runs.base / "out-n2":
         shutil.copy2(report, artifacts / "report.html")
-    print(f"\nbrowser screenshot of the report: {shot}")
-
 
 
 def test_report_merges_node_check_cases_into_a_run(runs: Runs) -> None:

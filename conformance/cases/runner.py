@@ -107,8 +107,13 @@ def _diff(expected: Any, actual: Any) -> str | None:
         return None
     import difflib
     import yaml
-    a = yaml.safe_dump(expected, sort_keys=True, default_flow_style=False).splitlines()
-    b = yaml.safe_dump(actual, sort_keys=True, default_flow_style=False).splitlines()
+
+    def lines(value: Any) -> list[str]:
+        # a scalar dumps as a document with an end marker ("2\n...\n"): the marker is YAML's, not the value's
+        out = yaml.safe_dump(value, sort_keys=True, default_flow_style=False).splitlines()
+        return out[:-1] if out and out[-1] == "..." else out
+
+    a, b = lines(expected), lines(actual)
     return "\n".join(difflib.unified_diff(a, b, "expected", "actual", lineterm="")) or None
 
 

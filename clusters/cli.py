@@ -38,7 +38,7 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPars
                     "with the fake hardware --hardware, each running the fake drivers of that hardware (registered "
                     "with the kubelet, publishing their ResourceSlices), the drivers' controller and DeviceClasses. "
                     "kind: a kind cluster with the fake driver installed (needs Docker).")
-    up.add_argument("--provider", default="local", choices=PROVIDERS)
+    up.add_argument("--provider", default="local", choices=PROVIDERS, help="local (default) or kind")
     up.add_argument("--nodes", type=int, default=1,
                     help="local: real kubelet nodes with the fake drivers (default: 1; 0: control plane and kwok only)")
     up.add_argument("--hardware", default=None,
@@ -67,14 +67,14 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPars
     kind.add_argument("--keep-on-failure", action="store_true", help="keep the cluster when installing the drivers fails")
 
     down = sub.add_parser("down", help="stop a cluster started with 'cluster up' and remove its run dir")
-    down.add_argument("--provider", default="local", choices=PROVIDERS)
+    down.add_argument("--provider", default="local", choices=PROVIDERS, help="the provider the cluster was started with")
     down.add_argument("--name", default=None, help="kind cluster name (default: drakit)")
-    down.add_argument("--run-dir", default=None)
+    down.add_argument("--run-dir", default=None, help="the --run-dir given to 'drakit cluster up' (default: per-user temp dir)")
     down.add_argument("--keep-logs", action="store_true", help="keep the run dir's logs/ folder")
 
     st = sub.add_parser("status", help="show binaries and whether a cluster is running")
-    st.add_argument("--run-dir", default=None)
-    st.add_argument("--json", action="store_true")
+    st.add_argument("--run-dir", default=None, help="the --run-dir given to 'drakit cluster up' (default: per-user temp dir)")
+    st.add_argument("--json", action="store_true", help="print the status as JSON")
     return cl  # type: ignore[no-any-return,unused-ignore]
 
 

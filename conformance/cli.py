@@ -16,14 +16,10 @@ SUITES = Path(__file__).with_name("suites")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-def _version() -> str:
-    from .results import _kit_version
-    return _kit_version()
-
-
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="drakit", description="Conformance kit for Kubernetes 1.37 Dynamic Resource Allocation.")
-    p.add_argument("--version", action="version", version=f"drakit {_version()}")
+    from .results import _kit_version
+    p.add_argument("--version", action="version", version=f"drakit {_kit_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run case suites (the bundled ones when no path is given)")
@@ -97,7 +93,7 @@ def _parser() -> argparse.ArgumentParser:
                           description="Load case files (the bundled suites when no path is given) and print every "
                                       "problem as file:line: path: message. With --vendor the profile is checked "
                                       "first, and the cases it leaves out are counted.")
-    lint.add_argument("paths", nargs="*")
+    lint.add_argument("paths", nargs="*", help="case files or folders (default: the bundled suites)")
     lint.add_argument("--vendor", "--profile", dest="vendor", default=None, metavar="PROFILE",
                       help="vendor profile YAML to check and to resolve the placeholders with")
     lint.add_argument("--max-case-size", default=None, metavar="SIZE",
@@ -113,7 +109,17 @@ def _parser() -> argparse.ArgumentParser:
     from .nodecheck import cli as nodecheck_cli
     for module in (cluster_cli, image_cli, driver_cli, nodecheck_cli, agent_cli, explain_cli, sonobuoy):
         module.add_parsers(sub)
+    _describe(p)
     return p
+
+
+def _describe(parser: argparse.ArgumentParser) -> None:
+    """Every subcommand's --help gets a description: its line of the command list, if it has none."""
+    for action in (a for a in parser._actions if isinstance(a, argparse._SubParsersAction)):
+        helps = {a.dest: a.help or "" for a in action._choices_actions}
+        for name, sub in action.choices.items():
+            sub.description = sub.description or (helps[name][:1].upper() + helps[name][1:].rstrip(".") + ".")
+            _describe(sub)
 
 
 @last_resort

@@ -79,21 +79,25 @@ def add_parsers(subparsers: Any) -> None:
                        help="loop (default): prepare and unprepare answered on the gRPC server's own thread "
                             "when they wait on nothing (claims from --claims, no --sync-journal); "
                             "grpcio: grpcio's thread-pool server, every call in a pool thread (the earlier one)")
-    serve.add_argument("-v", "--verbose", action="store_true")
+    serve.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
 
     controller = sub.add_parser("controller",
                                 help="the drivers' controller side: attach devices with binding conditions")
     _add_api_flags(controller, "claims from and binding conditions to")
     controller.add_argument("--driver", dest="drivers", action="append", default=None, metavar="NAME",
                             help="a driver to act for (repeatable; default: every fake driver)")
-    controller.add_argument("-v", "--verbose", action="store_true")
+    controller.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
 
     claims = sub.add_parser("sample-claims",
-                            help="write allocated claims for the driver's devices (for node-check)")
-    claims.add_argument("--driver", required=True)
-    claims.add_argument("--node", required=True)
-    claims.add_argument("--hardware", default=DEFAULT_SHAPE)
-    claims.add_argument("--namespace", default="node-check")
+                            help="write allocated claims for the driver's devices (for node-check)",
+                            description="Write ResourceClaims allocated to devices of one fake driver on one node, "
+                                        "as a JSON list, for 'drakit node-check --claims' or 'drakit driver serve "
+                                        "--claims' without an API server.")
+    claims.add_argument("--driver", required=True, help="driver name, e.g. gpu.acme.example.com")
+    claims.add_argument("--node", required=True, help="node name the claims are allocated on (also the pool name)")
+    claims.add_argument("--hardware", default=DEFAULT_SHAPE,
+                        help=f"fake_hw node shape name or file whose devices are used (default: {DEFAULT_SHAPE})")
+    claims.add_argument("--namespace", default="node-check", help="namespace of the claims (default: node-check)")
     claims.add_argument("--out", type=Path, default=None, help="file to write (default: stdout)")
 
     from drakit.fake_driver.deploy.command import add_parser as add_manifests_parser

@@ -114,3 +114,28 @@ def test_version_option_errors_and_an_empty_selection(tmp_path: Path) -> None:
     assert results["cases"] == [] and results["verdict"]["result"] == "incomplete"
     assert [r["code"] for r in results["verdict"]["reasons"]] == ["nothing-ran"]
     assert (out / "junit.xml").exists() and (out / "report.html").exists()
+
+
+def test_every_command_says_what_it_does_and_every_option_has_a_help(tmp_path: Path) -> None:
+    import argparse
+
+    from drakit.conformance.cli import _parser
+
+    def walk(parser: argparse.ArgumentParser, path: str) -> list[str]:
+        problems = []
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    if not (sub.description or "").strip(". "):
+                        problems.append(f"{path} {name}: no description")
+                    problems += [f"{path} {name} {'/'.join(a.option_strings) or a.dest}: no help"
+                                 for a in sub._actions
+                                 if not a.help and not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))]
+                    problems += walk(sub, f"{path} {name}")
+        return problems
+
+    assert walk(_parser(), "drakit") == []
+    features = drakit("features", "--help", cwd=tmp_path)
+    assert features.returncode == 0 and "List the DRA features of Kubernetes 1.37 that drakit knows." in features.stdout
+    claims = drakit("driver", "sample-claims", "--help", cwd=tmp_path)
+    assert "for 'drakit node-check --claims'" in claims.stdout and "namespace of the claims" in claims.stdout

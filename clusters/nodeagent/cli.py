@@ -44,7 +44,7 @@ def add_parsers(subparsers: Any) -> None:
     api.add_argument("--in-cluster", action="store_true",
                      help="as --kubeconfig, with the pod's service account")
     p.add_argument("--namespace", default=None, help="only pods of this namespace (default: all)")
-    p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -40,7 +40,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--kubeconfig", default=None, help="the cluster's kubeconfig (default: $KUBECONFIG, then ~/.kube/config)")
     p.add_argument("--context", default=None, help="kubeconfig context (default: current-context)")
     p.add_argument("--feature-gates", default="", help="gates that differ from what the cluster shows, A=true,B=false")
-    p.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    p.add_argument("-o", "--output", choices=("text", "json"), default="text", help="text (default) or json")
     p.add_argument("--all", action="store_true", help="text: every node and every device")
 
 

@@ -5,7 +5,7 @@ import warnings
 
 from drakit.fake_driver._gen import pluginregistration_v1_pb2 as drakit_dot_fake__driver_dot___gen_dot_pluginregistration__v1__pb2
 
-GRPC_GENERATED_VERSION = '1.85.1'
+GRPC_GENERATED_VERSION = '1.66.0'
 GRPC_VERSION = grpc.__version__
 _version_not_supported = False
 

@@ -28,8 +28,8 @@ of the process, SIGKILL included, not a power loss) and nothing is fsynced on th
 (snapshots are, in the background); with ``--sync-journal`` the journal is fdatasynced before
 the answer, and those calls run in the pool, so that concurrent calls share one flush.
 
-``grpc._cython.cygrpc`` is grpcio's private binding: pyproject.toml pins grpcio to the version
-this was written and tested against, and :func:`unavailable` says when the installed one lacks
+``grpc._cython.cygrpc`` is grpcio's private binding: pyproject.toml allows a range of grpcio, at
+both ends of which CI runs the tests, and :func:`unavailable` says when the installed one lacks
 something used here (the plugin then serves with grpcio's own server).
 """
 
@@ -45,7 +45,7 @@ import grpc
 
 from drakit.conformance.crash import log_bug
 
-try:  # grpcio's private core binding: pyproject.toml pins grpcio to the version this was tested with
+try:  # grpcio's private core binding: tested at both ends of pyproject.toml's grpcio range
     from grpc._cython import cygrpc
 except ImportError:  # pragma: no cover - only with another grpcio build
     cygrpc = None

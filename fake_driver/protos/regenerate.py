@@ -9,6 +9,13 @@ The stubs are committed so that installing drakit needs grpcio only; grpcio-tool
 just to run this script (and its test). The generated files name the grpcio-tools and protobuf
 versions they were made with, so regenerate with the pinned grpcio-tools only.
 
+grpcio is a range in ``pyproject.toml``, not a pin: the service stubs refuse a grpcio older than
+the ``GRPC_GENERATED_VERSION`` they carry, and what they call (``_registered_method=True``,
+``add_registered_method_handlers``) is in grpcio since :data:`GRPC_LOWEST`, so that version is
+written into them instead of grpcio-tools' own. CI runs the gRPC tests with grpcio at
+:data:`GRPC_LOWEST` too (``.ci/run``), and ``tests/node/test_protos.py`` holds the range's lower
+bound in ``pyproject.toml`` to it.
+
 The ``.proto`` files are mapped to the virtual directory ``fake_driver/_gen`` when they are
 compiled, so the generated service modules import their message modules as
 ``from drakit.fake_driver._gen import ...``. The ``package`` lines inside the files, not their names,
@@ -19,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import filecmp
+import re
 import shutil
 import sys
 import tempfile
@@ -35,6 +43,7 @@ PROTOS = (
     "dra_health_v1alpha1.proto",
 )
 GENERATED_SUFFIXES = ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py")
+GRPC_LOWEST = "1.66.0"  # the lowest grpcio the stubs accept: pyproject.toml's lower bound
 INIT_TEXT = '''"""Generated gRPC stubs for the kubelet plugin APIs. Do not edit.
 
 Made by ``python -m drakit.fake_driver.protos.regenerate`` from ``fake_driver/protos/*.proto``.
@@ -67,6 +76,13 @@ def generate(out_root: Path) -> list[Path]:
         raise GenerateError(f"protoc failed with exit code {code}")
     target = out_root / VIRTUAL_DIR
     (target / "__init__.py").write_text(INIT_TEXT, encoding="utf-8")
+    for stub in target.glob("*_pb2_grpc.py"):
+        text = stub.read_text(encoding="utf-8")
+        floored = re.sub(r"^GRPC_GENERATED_VERSION = '[^']*'$", f"GRPC_GENERATED_VERSION = '{GRPC_LOWEST}'", text,
+                         count=1, flags=re.M)
+        if floored == text:
+            raise GenerateError(f"{stub.name}: no GRPC_GENERATED_VERSION line to set to {GRPC_LOWEST}")
+        stub.write_text(floored, encoding="utf-8")
     return sorted(target.iterdir())
 
 

@@ -70,3 +70,24 @@ def test_regenerating_gives_the_committed_files():
     from drakit.fake_driver.protos.regenerate import PACKAGE_DIR
     assert sorted(p.name for p in PACKAGE_DIR.iterdir() if p.suffix in (".py", ".pyi")) == generated_names()
     assert differences() == []
+
+
+def test_the_stubs_accept_grpcio_from_the_lower_bound_of_the_range():
+    import re
+    import tomllib
+    from pathlib import Path
+
+    import grpc
+
+    from drakit.fake_driver import _gen
+    from drakit.fake_driver.protos.regenerate import GRPC_LOWEST
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    spec = next(d for d in pyproject["project"]["dependencies"] if d.startswith("grpcio"))
+    lower = re.search(r">=\s*([0-9.]+)", spec)
+    assert lower and "==" not in spec, spec  # a range, not a pin
+    assert tuple(map(int, lower.group(1).split("."))) == tuple(map(int, GRPC_LOWEST.split(".")))[:len(lower.group(1).split("."))]
+    stubs = sorted(Path(_gen.__file__).parent.glob("*_pb2_grpc.py"))
+    assert stubs and all(f"GRPC_GENERATED_VERSION = '{GRPC_LOWEST}'" in s.read_text() for s in stubs)
+    # the installed grpcio is inside the range (CI: the newest pip picks, and GRPC_LOWEST in a second venv)
+    installed = tuple(int(x) for x in grpc.__version__.split(".")[:2])
+    assert installed >= tuple(int(x) for x in GRPC_LOWEST.split(".")[:2]), grpc.__version__

@@ -363,7 +363,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             try:
                 results = _merge(results, Path(source), merge_cases, load_results)
             except (OSError, ValueError, RecursionError, ResultsError) as exc:
-                print(f"drakit: --merge {source}: {_merge_problem(exc)}", file=sys.stderr)
+                print(f"drakit: --merge {source}: {_merge_problem(exc).removeprefix(f'{source}: ')}", file=sys.stderr)
                 return EXIT_USAGE
     if not _out_folder(out):
         return EXIT_USAGE
@@ -380,8 +380,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 def _merge(results: dict, source: Path, merge_cases: Any, load_results: Any) -> dict:
     """*results* with the cases of *source*: another results.json (read and validated as one)
     or a list of cases, as ``drakit node-check`` writes it."""
-    text = source.read_text(encoding="utf-8")
-    extra = json.loads(text)
+    from drakit.reports import read_json
+    extra = read_json(source)
     if isinstance(extra, dict):
         other = load_results(source)
         return merge_cases(results, other["cases"], other["environment"]["backends"])

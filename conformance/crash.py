@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 EXIT_BUG = 3
+EXIT_OUTPUT = 2  # stdout cannot be written (as for an --out folder that cannot be)
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a reader that went away
 CRASH_DIR_ENV = "DRAKIT_CRASH_DIR"
 
@@ -80,20 +81,58 @@ def last_resort(main: F) -> F:
     def guarded(*args: Any, **kwargs: Any) -> int:
         previous = threading.excepthook
         threading.excepthook = _thread_hook
+        stdout = sys.stdout = _Watched(sys.stdout)
         try:
-            return main(*args, **kwargs)
+            code = main(*args, **kwargs)
+            sys.stdout.flush()  # here, not at the interpreter's exit: a full disk is said in one line
+            return code
         except (KeyboardInterrupt, SystemExit):
             raise
         except BrokenPipeError:
             _silence_stdout()
             return EXIT_BROKEN_PIPE
+        except OSError as exc:
+            if exc is not stdout.failure:
+                _say(f"drakit: {report_bug(exc)}")
+                return EXIT_BUG
+            _silence_stdout()  # stdout on /dev/full, a full disk, a dead terminal
+            _say(f"drakit: cannot write to standard output: {exc.strerror or exc}")
+            return EXIT_OUTPUT
         except BaseException as exc:  # noqa: BLE001 - the one place a bug is turned into a line
             _say(f"drakit: {report_bug(exc)}")
             return EXIT_BUG
         finally:
             threading.excepthook = previous
+            if sys.stdout is stdout:
+                sys.stdout = stdout.stream
 
     return guarded  # type: ignore[return-value]
+
+
+class _Watched:
+    """stdout, remembering the error a write to it failed with (to tell a full disk under
+    stdout from a bug)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.failure: OSError | None = None
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)  # type: ignore[no-any-return]
+        except OSError as exc:
+            self.failure = exc
+            raise
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except OSError as exc:
+            self.failure = exc
+            raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
 
 
 def _thread_hook(args: threading.ExceptHookArgs) -> None:
@@ -110,6 +149,15 @@ def _say(line: str) -> None:
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
+
+
+def _stdout_broken() -> bool:
+    """Whether stdout cannot take what was written to it (flushing it fails)."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        return True
+    return False
 
 
 def _silence_stdout() -> None:

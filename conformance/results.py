@@ -365,6 +365,7 @@ class ProgressReporter:
         self._plain_mark = 0
         self._plain_last = ""
         self._line_open = False
+        self.broken: OSError | None = None
 
     # -- pytest hooks (controller only) ---------------------------------------------------------
 
@@ -467,8 +468,17 @@ class ProgressReporter:
         self._write(text + "\n")
 
     def _write(self, text: str) -> None:
-        self.stream.write(text)
-        self.stream.flush()
+        """Write to the stream; one that cannot be written (stdout on a full disk) is given up,
+        the run goes on and its results are written (the CLI says so once it is over)."""
+        if self.broken is not None:
+            return
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            self.broken = exc
 
 
 def progress_mode(*, quiet: bool, plain: bool, stream: TextIO) -> tuple[str, bool]:

@@ -182,7 +182,7 @@ def test_cli_compare_usage_errors(tmp_path: Path, old: dict[str, Any]) -> None:
     res = _drakit("report", "--compare", str(tmp_path / "old.json"), str(tmp_path / "missing.json"), cwd=tmp_path)
     assert res.returncode == 2 and "missing.json: cannot read" in res.stderr
     res = _drakit("report", str(tmp_path / "old.json"), "--compare", "a", "b", cwd=tmp_path)
-    assert res.returncode == 2 and "give either RESULTS.json" in res.stderr
+    assert res.returncode == 2 and "give RESULTS.json" in res.stderr
     res = _drakit("report", cwd=tmp_path)
     assert res.returncode == 2
 

@@ -44,6 +44,8 @@ _DURATION = re.compile(r"^([0-9]+)(ms|s|m|h)$")
 VALIDATION_NAMESPACE = "drakit-validate"
 MAX_BYTES = 1 << 20  # per case file; --max-case-size overrides
 MAX_ERRORS_PER_FILE = 50
+MAX_STEP_SECONDS = 24 * 3600  # a step's advance or within (a real cluster waits that long)
+MAX_ALLOCATABLE = (2**63 - 1) // 1000  # a node's allocatable amount (upstream: int64 milli-units)
 _SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(|B|K|KB|KiB|M|MB|MiB|G|GB|GiB)\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1000, "kib": 1 << 10, "m": 1 << 20, "mb": 1000 ** 2, "mib": 1 << 20,
           "g": 1 << 30, "gb": 1000 ** 3, "gib": 1 << 30}
@@ -251,6 +253,11 @@ def _load_case(doc: Any, file: str, start: int, end: int, source: tuple[str, ...
     nodes = tuple(NodeSpec(n["name"], n.get("shape"), dict(n.get("labels") or {}),
                            {str(k): str(v) for k, v in (n.get("allocatable") or {}).items()}) for n in hw.get("nodes") or [])
     for j, node in enumerate(nodes):
+        for resource, amount in node.allocatable.items():
+            problem = _allocatable_problem(amount)
+            if problem:
+                raise LoadError(file, line_of(doc, ("hardware", "nodes", j, "allocatable", resource)) or start, problem,
+                                f"hardware.nodes[{j}].allocatable.{resource}")
         problem = _shape_problem(node.shape) if node.shape is not None else None
         if problem:
             raise LoadError(file, line_of(doc, ("hardware", "nodes", j, "shape")) or start, problem,
@@ -313,7 +320,7 @@ def _step(doc: Any, i: int, s: Any, file: str, start: int, *, validate: bool = T
     path: tuple[object, ...] = ("steps", i)
     line = line_of(doc, path) or start
     name = s.get("name") or ""
-    within = _duration(s["within"]) if "within" in s else None
+    within = _duration(doc, path + ("within",), file, start) if "within" in s else None
     if "apply" in s:
         manifests = s["apply"] if isinstance(s["apply"], list) else [s["apply"]]
         if "expectError" not in s and validate:  # unresolved placeholders: the case will not run
@@ -331,7 +338,7 @@ def _step(doc: Any, i: int, s: Any, file: str, start: int, *, validate: bool = T
         r = _plain(s["restart"])
         return Step(i, name or f"restart the {r['component']} of {r['node']}", "restart", line, restart=r)
     if "advance" in s:
-        return Step(i, name or f"advance {s['advance']}", "advance", line, seconds=_duration(s["advance"]))
+        return Step(i, name or f"advance {s['advance']}", "advance", line, seconds=_duration(doc, path + ("advance",), file, start))
     if "driverStatus" in s:
         body = _plain(s["driverStatus"])
         return Step(i, name or "driver status of " + _claim_label(body["claim"]), "driverStatus", line,
@@ -397,11 +404,41 @@ def _plain(v: Any) -> Any:
     return copy.copy(v)
 
 
-def _duration(text: str) -> float:
+def _duration(doc: Any, path: tuple[object, ...], file: str, start: int) -> float:
+    """A step's ``advance`` or ``within`` in seconds, at most :data:`MAX_STEP_SECONDS` (a cluster
+    waits that long for real)."""
+    text = doc
+    for key in path:
+        text = text[key]
     m = _DURATION.match(text)
     assert m is not None  # the schema guarantees the form
-    n, unit = int(m.group(1)), m.group(2)
-    return n / 1000 if unit == "ms" else n * {"s": 1, "m": 60, "h": 3600}[unit]
+    digits, unit = m.group(1), m.group(2)
+    scale = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[unit]
+    if len(digits.lstrip("0")) > 12 or int(digits) * scale > MAX_STEP_SECONDS:
+        raise LoadError(file, line_of(doc, path) or start, f"{_cut(text)} is over the limit of "
+                        f"{MAX_STEP_SECONDS // 3600}h for one step", format_path(path))
+    return int(digits) * scale if unit != "ms" else int(digits) / 1000
+
+
+def _cut(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit:,} more characters)"
+
+
+def _allocatable_problem(amount: str) -> str | None:
+    """Why a node's allocatable amount cannot be used (None: it can): a quantity, not negative,
+    at most :data:`MAX_ALLOCATABLE` (upstream keeps quantities in an int64 of milli-units)."""
+    from ..quantity import Quantity
+    if len(amount) > 100:
+        return f"{_cut(amount)!r} is not a quantity: {len(amount):,} characters"
+    try:
+        value = Quantity.parse(amount).value
+    except ValueError as exc:
+        return f"{_cut(amount)!r} is not a quantity: {exc}"
+    if value < 0:
+        return f"{_cut(amount)!r} is negative: a node cannot have less than nothing"
+    if value > MAX_ALLOCATABLE:
+        return f"{_cut(amount)!r} is over the limit of {MAX_ALLOCATABLE:,} (2^63-1 milli-units)"
+    return None
 
 
 def _claim_label(ref: Any) -> str:

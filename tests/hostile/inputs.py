@@ -79,6 +79,33 @@ def _many_errors(path: Path) -> None:
     path.write_text("".join(f"---\nid: bad/{i}\n" for i in range(5000)), encoding="utf-8")
 
 
+def _with_allocatable(amount: str) -> str:
+    return base("allocatable") + f"hardware:\n  nodes:\n    - name: n1\n      shape: small-1gpu\n      allocatable: {{cpu: {amount}}}\n"
+
+
+NOT_A_QUANTITY = r"'{}' is not a quantity: quantities must match the regular expression"
+ALLOCATABLE = (  # (name, YAML of the amount, the message after the field)
+    ("huge-exponent", '"1e1000000"', r"'1e1000000' is not a quantity: quantity exponent 1000000 is larger than this kit supports \(1000\)"),
+    ("nan", '"NaN"', NOT_A_QUANTITY.format("NaN")),
+    ("inf", '"Inf"', NOT_A_QUANTITY.format("Inf")),
+    ("infinity-yaml", ".inf", r"inf is not of type 'string', 'integer'"),
+    ("negative", '"-5"', r"'-5' is negative: a node cannot have less than nothing"),
+    ("negative-int", "-5", r"'-5' is negative"),
+    ("over-int64", '"10E"', r"'10E' is over the limit of 9,223,372,036,854,775 \(2\^63-1 milli-units\)"),
+    ("5000-digits", '"' + "9" * 5000 + '"', r"'9{60}\.\.\. \(4,940 more characters\)' is not a quantity: 5,000 characters$"),
+    ("empty", '""', r"'' is not a quantity"),
+    ("words", '"four cores"', NOT_A_QUANTITY.format("four cores")),
+)
+DURATIONS = (  # (field, name, the step, the message after the field)
+    ("advance", "huge", "advance: 999999999999999999999999h", r"999999999999999999999999h is over the limit of 24h for one step"),
+    ("advance", "just-over", "advance: 86401s", r"86401s is over the limit of 24h for one step"),
+    ("advance", "many-ms", "advance: 86400001ms", r"86400001ms is over the limit of 24h for one step"),
+    ("advance", "25h", "advance: 25h", r"25h is over the limit of 24h for one step"),
+    ("advance", "5000-digits", "advance: " + "9" * 5000 + "s", r"9{60}\.\.\. \(4,941 more characters\) is over the limit"),
+    ("within", "huge", "expect: [{notAllocated: {claim: c}}]\n    within: 99999999999999s", r"99999999999999s is over the limit"),
+)
+
+
 @dataclass(frozen=True)
 class CaseFile:
     name: str  # the file is <name>.case.yaml
@@ -214,6 +241,13 @@ CASE_FILES: tuple[CaseFile, ...] = (
              r"{file}:14: hardware\.nodes\[0\]\.shape: nowhere\.yaml: cannot read shape file"),
     CaseFile("duplicate-node", base("nodes") + "hardware:\n  nodes:\n    - {name: n1, shape: small-1gpu}\n"
              "    - {name: n1, shape: small-1gpu}\n", r"{file}:13: hardware\.nodes: node names must be unique"),
+    # -- quantities and durations, bounded where they are read (issue 25: each was an internal
+    # error, "this is a drakit bug", or a silent pass) ------------------------------------------
+    *(CaseFile(f"allocatable-{name}", _with_allocatable(amount), rf"{{file}}:16: hardware\.nodes\[0\]\.allocatable\.cpu: {line}")
+      for name, amount, line in ALLOCATABLE),
+    *(CaseFile(f"{field}-{name}", base(f"{field}-{name}") + f"  - {step}\n",
+               rf"{{file}}:{12 + step.count(chr(10))}: steps\[2\]\.{field}: {line}")
+      for field, name, step, line in DURATIONS),
     # -- placeholders ----------------------------------------------------------------------------
     CaseFile("unknown-role", base("role", cls="${class.quantum}"),
              r"{file}:9: steps\[0\]\.apply\.spec\.devices\.requests\[0\]\.exactly\.deviceClassName: unknown placeholder \$\{class\.quantum\} \(not in the vendor profile: no class for role 'quantum'; roles: anygpu, gpu, "),
@@ -276,6 +310,31 @@ def _agent_checkpoint(data: str, *, checksum: int | None = None) -> str:
     return json.dumps({"Data": data, "Checksum": zlib.crc32(data.encode()) if checksum is None else checksum})
 
 
+def _results_with(number: str) -> Callable[[Path], None]:
+    """A valid results file whose first case's line is *number* (JSON text)."""
+    def write(path: Path) -> None:
+        doc = json.loads(VALID_RESULTS)
+        doc["cases"][0]["line"] = "@NUMBER@"
+        path.write_text(json.dumps(doc).replace('"@NUMBER@"', number))
+    return write
+
+
+def _sparse(size: int) -> Callable[[Path], None]:
+    def write(path: Path) -> None:
+        with open(path, "wb") as f:
+            f.truncate(size)  # a hole: no disk used
+    return write
+
+
+RESULTS_NUMBERS = (  # (name, JSON number, the message after the path)
+    ("5001-digits", "9" * 5001, r"an integer of 5,001 digits: not a drakit results file"),
+    ("41-digits", "9" * 41, r"an integer of 41 digits: not a drakit results file"),
+    ("1e999", "1e999", r"a number too large for a results file \(1e999\): not a drakit results file"),
+    ("NaN", "NaN", r"NaN \(not JSON\): not a drakit results file"),
+    ("Infinity", "-Infinity", r"-Infinity \(not JSON\): not a drakit results file"),
+)
+
+
 KUBECONFIG_OK = """\
 apiVersion: v1
 kind: Config
@@ -325,13 +384,28 @@ COMMANDS: tuple[Command, ...] = (
     Command("report-a-folder", {"r.json/x": ""}, ("report", "{d}/r.json"), r"drakit: {d}/r\.json: cannot read: Is a directory", 2),
     Command("report-missing", {}, ("report", "{d}/nothing.json"), r"drakit: {d}/nothing\.json: cannot read: No such file or directory", 2),
     Command("report-merge-deep", {"r.json": lambda p: p.write_text(VALID_RESULTS), "m.json": "[" * 100_000},
-            ("report", "{d}/r.json", "--merge", "{d}/m.json"), r"drakit: --merge {d}/m\.json: nested too deep to be drakit results", 2),
+            ("report", "{d}/r.json", "--merge", "{d}/m.json"), r"drakit: --merge {d}/m\.json: nested deeper than 100 levels: not a drakit results file", 2),
     Command("report-merge-not-cases", {"r.json": lambda p: p.write_text(VALID_RESULTS), "m.json": "[1, 2]"},
             ("report", "{d}/r.json", "--merge", "{d}/m.json"), r"drakit: --merge {d}/m\.json: cases: \$\[\d\]: \d is not of type 'object'", 2),
     Command("report-merge-half-case", {"r.json": lambda p: p.write_text(VALID_RESULTS), "m.json": '[{"id": "x", "backend": "node-plugin"}]'},
             ("report", "{d}/r.json", "--merge", "{d}/m.json"), r"drakit: --merge {d}/m\.json: cases: \$\[0\]: '\w+' is a required property", 2),
     Command("report-compare-deep", {"r.json": lambda p: p.write_text(VALID_RESULTS), "old.json": "[" * 5000},
             ("report", "--compare", "{d}/old.json", "{d}/r.json"), r"drakit: {d}/old\.json: nested deeper than 100 levels", 2),
+    # -- results files bounded before they are parsed (issue 25: a 5,001-digit integer was an
+    # internal error; a 141 MB file was read for minutes) ----------------------------------------
+    *(Command(f"report-{name}", {"r.json": _results_with(text)}, ("report", "{d}/r.json"), rf"drakit: {{d}}/r\.json: {line}", 2)
+      for name, text, line in RESULTS_NUMBERS),
+    *(Command(f"report-compare-{name}", {"r.json": lambda p: p.write_text(VALID_RESULTS), "new.json": _results_with(text)},
+              ("report", "--compare", "{d}/r.json", "{d}/new.json"), rf"drakit: {{d}}/new\.json: {line}", 2)
+      for name, text, line in RESULTS_NUMBERS),
+    Command("report-merge-5001-digits", {"r.json": lambda p: p.write_text(VALID_RESULTS), "m.json": "[" + "9" * 5001 + "]"},
+            ("report", "{d}/r.json", "--merge", "{d}/m.json"),
+            r"drakit: --merge {d}/m\.json: an integer of 5,001 digits: not a drakit results file", 2),
+    Command("report-65MiB-sparse", {"r.json": _sparse(65 << 20)}, ("report", "{d}/r.json"),
+            r"drakit: {d}/r\.json: 68,157,440 bytes, over the results-file limit of 67,108,864 bytes "
+            r"\(DRAKIT_MAX_RESULTS_SIZE=BYTES raises it\)", 2),
+    Command("report-compare-65MiB-sparse", {"r.json": lambda p: p.write_text(VALID_RESULTS), "old.json": _sparse(65 << 20)},
+            ("report", "--compare", "{d}/old.json", "{d}/r.json"), r"drakit: {d}/old\.json: 68,157,440 bytes, over the", 2),
     # -- vendor profiles ----------------------------------------------------------------------
     Command("vendor-missing", {}, ("lint", "{valid}", "--vendor", "{d}/nowhere.yaml"), r"nowhere\.yaml", 2),
     Command("vendor-empty", {"vendor.yaml": ""}, VENDOR_LINT, r"{d}/vendor\.yaml", 2),

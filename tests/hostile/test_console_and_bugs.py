@@ -123,3 +123,31 @@ def test_a_bug_inside_a_case_is_that_cases_error_with_the_traceback_in_a_file(tm
     assert "\n" not in summary and outcome.failure["detail"] == ""
     saved = Path(summary.rsplit(" ", 1)[1])
     assert saved.exists() and "ZeroDivisionError" in saved.read_text()
+
+
+FULL_STDOUT = {  # (command line, whether it writes results before it prints)
+    "features": (["features"], False),
+    "lint": (["lint"], False),
+    "report-compare": (["report", "--compare", "{r}", "{r}", "--out", "{o}"], False),
+    "report": (["report", "{r}", "--out", "{o}"], False),
+    "run": (["run", "{case}", "--out", "{o}", "--plain"], True),
+}
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+@pytest.mark.parametrize("name", FULL_STDOUT)
+def test_stdout_on_a_full_disk_is_one_line_and_exit_2(tmp_path: Path, name: str) -> None:
+    """Before (issue 25): 'internal error: OSError: No space left on device; this is a drakit
+    bug', exit 3. Now one line saying what cannot be written; a run still writes its results."""
+    from .inputs import VALID, VALID_RESULTS
+    (tmp_path / "r.json").write_text(VALID_RESULTS)
+    (tmp_path / "v.case.yaml").write_text(VALID)
+    argv, writes = FULL_STDOUT[name]
+    argv = [a.format(r=tmp_path / "r.json", o=tmp_path / "out", case=tmp_path / "v.case.yaml") for a in argv]
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", *argv], stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=300)
+    assert proc.stderr == "drakit: cannot write to standard output: No space left on device\n", proc.stderr
+    assert proc.returncode == 2
+    if writes:
+        assert json.loads((tmp_path / "out" / "results.json").read_text())["verdict"]["result"] == "pass"

@@ -12,9 +12,9 @@ from typing import Iterable
 
 import pytest
 
-from .cases.finder import Seen, is_case_entry, is_file, is_folder
+from .cases.finder import folder_key, is_case_entry, is_file, is_folder
 
-SEEN = pytest.StashKey[Seen]()
+SEEN = pytest.StashKey[dict[tuple[int, int], Path]]()  # real folder -> the path it was first collected under
 
 
 class CaseDir(pytest.Dir):
@@ -22,8 +22,12 @@ class CaseDir(pytest.Dir):
     pytest's hooks as ``Dir`` does (this plugin is loaded in every pytest session)."""
 
     def collect(self) -> Iterable[pytest.Item | pytest.Collector]:
-        seen = self.session.stash.setdefault(SEEN, Seen())
-        if not seen.first_visit(self.path):  # this real folder was collected already
+        # pytest collects a folder again for each file given in it (drakit run a/x.case.yaml
+        # a/y.case.yaml): the same path is collected each time; the same real folder under
+        # another path (a symlink, a cycle) is not
+        seen = self.session.stash.setdefault(SEEN, {})
+        key = folder_key(self.path)
+        if key is not None and seen.setdefault(key, self.path) != self.path:
             return
         ihook, config = self.ihook, self.config
         try:

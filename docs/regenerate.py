@@ -268,14 +268,27 @@ def hardware_md() -> str:
            "driver-suite cases, `${inv.<name>.node|pool|device|cel}` (devices bound from the "
            "driver's slices at setup).", ""]
     roles = [role for role, _ in profile.drivers]
+    out += ["| role | `${driver.<role>}` | `${class.<role>}` |", "|---|---|---|"]
+    out += [f"| `{role}` | `{placeholders.get('driver.' + role, '')}` | `{placeholders.get('class.' + role, '')}` |"
+            for role in roles]
+    extra_classes = [k for k in placeholders if k.startswith("class.") and k.split(".", 1)[1] not in roles]
+    if extra_classes:
+        out += ["", "More DeviceClasses: " + ", ".join(f"`${{{k}}}` = `{placeholders[k]}`" for k in extra_classes) + "."]
+    out.append("")
     for role in roles:
-        out += [f"### Role `{role}`", "", "| placeholder | bundled value |", "|---|---|"]
-        for key, value in placeholders.items():
-            parts = key.split(".")
-            if (len(parts) >= 2 and parts[1] == role) or key == f"driver.{role}":
-                out.append(f"| `${{{key}}}` | `{_cell(value)}` |")
+        keys = list(dict.fromkeys(k.split(".", 2)[2] for k in placeholders
+                                  if k.count(".") >= 2 and k.split(".")[1] == role and k.split(".")[0] in ("attr", "value")))
+        out += [f"### Role `{role}`", "",
+                f"`${{attr.{role}.KEY}}` is the attribute's (or capacity's) qualified name, `${{cel.{role}.KEY}}` its CEL "
+                f"accessor, `${{value.{role}.KEY}}` a value the bundled hardware has.", "",
+                "| KEY | `attr` | `cel` | `value` |", "|---|---|---|---|"]
+        for key in keys:
+            cells = [placeholders.get(f"{kind}.{role}.{key}") for kind in ("attr", "cel", "value")]
+            out.append(f"| `{key}` | " + " | ".join(f"`{_cell(c)}`" if c is not None else "" for c in cells) + " |")
         out.append("")
-    other = {k: v for k, v in placeholders.items() if k.split(".")[1:2] and k.split(".")[1] not in roles}
+    covered = {f"driver.{r}" for r in roles} | {k for k in placeholders if k.startswith("class.")} | {
+        k for k in placeholders if k.count(".") >= 2 and k.split(".")[1] in roles and k.split(".")[0] in ("attr", "cel", "value")}
+    other = {k: v for k, v in placeholders.items() if k not in covered}
     if other:
         out += ["### Other placeholders", "", "| placeholder | bundled value |", "|---|---|"]
         out += [f"| `${{{k}}}` | `{_cell(v)}` |" for k, v in other.items()]
@@ -290,7 +303,7 @@ def hardware_md() -> str:
         out += [f"### `{name}`", "", shape.description, "",
                 "Node labels: " + ", ".join(f"`{k}={v}`" for k, v in inv.labels), ""]
         for pool in inv.pools:
-            out += [f"#### {pool.driver} ({len(pool.devices)} devices)", ""]
+            out += [f"#### {pool.driver} ({len(pool.devices)} device{'s' if len(pool.devices) != 1 else ''})", ""]
             for cs in pool.counter_sets:
                 out.append(f"Counter set `{cs.name}`: " + ", ".join(f"{k} {v}" for k, v in cs.counters) + "\n")
             out += ["| device | kind | attributes | capacity |", "|---|---|---|---|"]

@@ -90,3 +90,18 @@ def test_a_dangling_link_given_directly_is_named_by_run_and_reported_by_lint(tmp
     lint = _drakit("lint", str(odd), cwd=tmp_path)
     assert lint.returncode == 2 and lint.stdout.splitlines() == [
         f"{odd}: a dangling symlink (to 'nowhere'): not a regular file, not loaded", "1 files, 0 cases, 1 errors"]
+
+
+def test_several_files_of_one_folder_given_to_a_run_are_all_collected(tmp_path: Path) -> None:
+    """Each file given is collected, also when another file of its folder was given before it
+    (pytest collects the folder once per file; a cycle guard must not take that for a loop)."""
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    (cases / "a.case.yaml").write_text(VALID)
+    (cases / "b.case.yaml").write_text(VALID.replace("hostile/valid", "hostile/valid-b"))
+    (cases / "c.case.yaml").write_text(VALID.replace("hostile/valid", "hostile/valid-c"))
+    proc = _drakit("run", str(cases / "a.case.yaml"), str(cases / "c.case.yaml"), "--out", str(tmp_path / "out"),
+                   "--plain", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert sorted(c["id"] for c in results["cases"]) == ["hostile/valid", "hostile/valid-c"]

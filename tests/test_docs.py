@@ -102,3 +102,23 @@ def test_docs_name_no_machine_paths() -> None:
         text = path.read_text()
         for bad in ("/root/", "/home/", "/work/", "/tmp/"):
             assert bad not in text, f"{path.relative_to(ROOT)}: {bad}"
+
+
+def test_ci_recipes_are_valid_yaml_and_use_real_commands() -> None:
+    import shlex
+
+    import yaml
+
+    from drakit.conformance.cli import _parser
+    text = (DOCS / "guide" / "ci.md").read_text()
+    blocks = re.findall(r"```yaml\n(.*?)```", text, re.S)
+    assert len(blocks) == 2
+    docs = [yaml.safe_load(b) for b in blocks]
+    assert "jobs" in docs[0] and "dra-conformance" in docs[1]
+    parser = _parser()
+    code = "\n".join(re.findall(r"```(?:yaml|sh)\n(.*?)```", text, re.S))
+    commands = re.findall(r"(?:\.venv/bin/)?drakit ((?:run|cluster up|cluster down|cluster build)[^\n|]*)", code)
+    assert len(commands) >= 4
+    for command in commands:
+        args = shlex.split(command.split(" #")[0])
+        parser.parse_args(args)  # exits (fails the test) on an unknown flag

@@ -46,8 +46,10 @@ def _node(n: Mapping[str, Any], *, detail: bool, full: bool = False) -> list[str
         return [f"{n['name']}  fits"]
     head = f"{n['name']}  " + "; ".join(f"{r['plugin']}: {r['reason']}" for r in n["refusals"])
     if not detail or not n["claims"]:
-        brief = [f"{e['pass']}/{e['need']} for {c['claim']} {e['request']}" for c in n["claims"]
-                 for r in c["requests"] for e in r["entries"][:1] if e["pass"] < e["need"]]
+        brief = [f"claim {c['claim']} request {e['request']}: {e['pass']} of {e['need']} pass; "
+                 + ", ".join(f"{k} {v}" for k, v in Counter(d["check"] for d in e["devices"] if d["check"] != "ok")
+                             .most_common(3))
+                 for c in n["claims"] for r in c["requests"] for e in r["entries"][:1] if e["pass"] < e["need"]]
         return [head + (f" ({', '.join(brief)})" if brief else "")]
     out = [head]
     for c in n["claims"]:

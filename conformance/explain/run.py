@@ -72,6 +72,7 @@ class _Watch:
         self.nodes: dict[str, dict[str, Any]] = {}
         self.fit: list[str] = []
         self.inputs: dict[str, tuple[Allocator, NodeInfo, list[ResourceClaim]]] = {}
+        self._local: dict[str, int] | None = None
 
     def tracer(self) -> Tracer:
         return self.full
@@ -104,7 +105,9 @@ class _Watch:
                                                  "valuesSeen": {device_id_str(d): v for d, v in vals.items()}}
                                                 for k, vals in seen.items()],
                                 "competing": competing}
-        entry["otherNodes"] = _elsewhere(allocator, node)
+        if self._local is None:  # devices per node in node-local slices, counted once
+            self._local = {n: sum(len(x.devices) for x in sl) for n, sl in allocator.index.node_local.items()}
+        entry["otherNodes"] = _elsewhere(allocator, node, sum(self._local.values()) - self._local.get(node.name, 0))
         self._reset()
 
     def _claim(self, allocator: Allocator, node: NodeInfo, claim: ResourceClaim) -> dict[str, Any]:
@@ -147,11 +150,10 @@ class _Watch:
         return out
 
 
-def _elsewhere(allocator: Allocator, node: NodeInfo) -> dict[str, Any]:
-    """Devices this node does not see: in other nodes' node-local slices, and in shared slices
-    whose node selection leaves this node out."""
+def _elsewhere(allocator: Allocator, node: NodeInfo, local: int) -> dict[str, Any]:
+    """Devices this node does not see: ``local`` in other nodes' node-local slices, and those of
+    shared slices whose node selection leaves this node out."""
     index = allocator.index
-    local = sum(len(s.devices) for n, sl in index.node_local.items() if n != node.name for s in sl)
     seen = {id(s) for p in allocator._node_view(node, allocator.channel or "incubating").pools
             for s in p.slices + p.other_slices}
     shared = sorted(s.meta.name for s in index.shared if id(s) not in seen)

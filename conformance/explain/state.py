@@ -8,7 +8,6 @@ made from a template for its pod) reads as it does on the cluster.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -29,8 +28,8 @@ def load_store(objects: Iterable[Mapping[str, Any]]) -> ObjectStore:
     for n, obj in enumerate(objects):
         if obj.get("kind") not in KINDS:
             continue
-        o = json.loads(json.dumps(obj, default=str))
-        meta = o.setdefault("metadata", {})
+        o = dict(obj)  # the store's own top level and metadata; the rest is shared, never written
+        meta = o["metadata"] = dict(o.get("metadata") or {})
         meta.setdefault("resourceVersion", str(n + 1))
         meta.setdefault("uid", f"explain-{n}")
         if not meta.get("name"):

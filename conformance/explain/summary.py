@@ -138,8 +138,8 @@ def summarise(out: Mapping[str, Any], inputs: Inputs,
               released: Callable[[Allocator, tuple[str, ...]], AllocatedState] | None = None) -> dict[str, Any]:
     nodes = [n for n in out["nodes"] if not n["fits"]]
     if not nodes:
-        return {"closestNode": None, "reason": out.get("message") or "", "fix": None, "checked": False,
-                "singleChange": False, "blockers": []}
+        return {"closestNode": None, "check": "no-node", "reason": out.get("message") or "", "fix": None,
+                "checked": False, "singleChange": False, "blockers": []}
     ranked = sorted(nodes, key=lambda n: (_node_distance(n)[:3], n["name"]))
     tries = 0
     first: dict[str, Any] | None = None
@@ -147,7 +147,8 @@ def summarise(out: Mapping[str, Any], inputs: Inputs,
         node_level, _, _, short = _node_distance(n)
         if node_level:
             reason = "; ".join(r["reason"] for r in n["refusals"])
-            s = {"closestNode": n["name"], "reason": f"node {n['name']}: {reason}", "fix": None, "checked": False,
+            s = {"closestNode": n["name"], "check": "node:" + n["refusals"][0]["plugin"],
+                 "reason": f"node {n['name']}: {reason}", "fix": None, "checked": False,
                  "singleChange": False, "blockers": [r["reason"] for r in n["refusals"]]}
             first = first or s
             continue
@@ -157,7 +158,8 @@ def summarise(out: Mapping[str, Any], inputs: Inputs,
                      + ", ".join(f"{d} = {v}" for d, v in k["valuesSeen"].items()) + ")" for k in combo.get("constraints", ())]
             if combo.get("competing"):
                 texts.append(f"the requests of {', '.join(combo['competing'])} compete for the same devices")
-            s = {"closestNode": n["name"], "reason": f"node {n['name']}: " + ("; ".join(texts) or "cannot allocate all claims"),
+            s = {"closestNode": n["name"], "check": "constraint" if combo.get("constraints") else "combination",
+                 "reason": f"node {n['name']}: " + ("; ".join(texts) or "cannot allocate all claims"),
                  "fix": None, "checked": False, "singleChange": False, "blockers": texts}
             first = first or s
             continue
@@ -173,7 +175,8 @@ def summarise(out: Mapping[str, Any], inputs: Inputs,
                 f"{entry['pass']} of {in_class} of class {entry.get('class', '?')} pass")
         if refused:
             head += f"; {refused[0]['device']}: {refused[0]['message']}"
-        s = {"closestNode": n["name"], "reason": head, "fix": None, "checked": False, "singleChange": False,
+        s = {"closestNode": n["name"], "check": refused[0]["check"] if refused else "too-few-devices",
+             "reason": head, "fix": None, "checked": False, "singleChange": False,
              "blockers": [fix_text(k, f"claim {claim} request {name}") + f" ({len(v)} device(s))"
                           for k, v in sorted(groups.items(), key=lambda kv: -len(kv[1]))]}
         if lack > len(refused):

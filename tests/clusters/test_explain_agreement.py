@@ -1,0 +1,129 @@
+"""drakit explain against the real 1.37.2 scheduler on the local cluster: a pod explain says cannot
+fit stays unschedulable there, a claim explain says fits on node X is put on X, and the change
+the summary names (free the holding claim) really lets the waiting pod in.
+
+Read-only: explain lists objects through the kubeconfig (``drakit explain ... --kubeconfig``);
+the test's own writes set the state up. Skips when the binaries are not built.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from drakit.clusters.local import kwokconfig
+from drakit.clusters.local.pytest_fixture import local_cluster, skip_reason  # noqa: F401
+from drakit.conformance.cli import main
+
+from .waiting import wait_for
+
+pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
+
+DRIVER = "explain.drakit.dev"
+NS = "drakit-explain"
+NODES = ("explain-node-0", "explain-node-1")
+
+
+def _slice(node: str, devices: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{node}-gpus"},
+            "spec": {"driver": DRIVER, "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                     "devices": devices}}
+
+
+def _claim(name: str, model: str, extra: str = "") -> dict[str, Any]:
+    expr = f"device.attributes['{DRIVER}'].model == '{model}'" + extra
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name, "namespace": NS},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                "deviceClassName": "explain-gpu", "selectors": [{"cel": {"expression": expr}}]}}]}}}
+
+
+def _pod(name: str, claim: str, node: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "main", "image": "registry.invalid/none:0",
+                                            "resources": {"claims": [{"name": "gpu"}]}}],
+                            "resourceClaims": [{"name": "gpu", "resourceClaimName": claim}]}
+    if node:
+        spec["nodeSelector"] = {"kubernetes.io/hostname": node}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS}, "spec": spec}
+
+
+def _explain(capsys: Any, kubeconfig: Path, *argv: str) -> tuple[int, dict[str, Any]]:
+    rc = main(["explain", *argv, "--kubeconfig", str(kubeconfig), "-o", "json"])
+    got = capsys.readouterr()
+    assert got.err == "", got.err
+    return rc, json.loads(got.out)
+
+
+def test_explain_agrees_with_the_real_scheduler(local_cluster: Any, tmp_path: Path, capsys: Any) -> None:  # noqa: F811
+    from drakit.conformance.backends.kubeapi import KubeApi
+    api = KubeApi(str(local_cluster.kubeconfig))
+    kc = local_cluster.kubeconfig
+
+    def scheduled(name: str) -> str | None:
+        p = api.get("Pod", name, NS) or {}
+        return (p.get("spec") or {}).get("nodeName")
+
+    def unschedulable(name: str) -> bool:
+        conds = ((api.get("Pod", name, NS) or {}).get("status") or {}).get("conditions") or []
+        return any(c["type"] == "PodScheduled" and c["status"] == "False" and c.get("reason") == "Unschedulable"
+                   for c in conds)
+
+    api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    for n in NODES:
+        api.create(kwokconfig.fake_node(n, {"kubernetes.io/hostname": n}))
+    api.create({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "explain-gpu"},
+                "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{DRIVER}'"}}]}})
+    api.create(_slice(NODES[0], [{"name": "gpu-0", "attributes": {"model": {"string": "a1"}}},
+                                 {"name": "gpu-1", "attributes": {"model": {"string": "b2"}},
+                                  "taints": [{"key": "explain/broken", "effect": "NoSchedule"}]}]))
+    api.create(_slice(NODES[1], [{"name": "gpu-0", "attributes": {"model": {"string": "b2"}}}]))
+    try:
+        # 1. would a b2 claim fit, and where? explain says node 1 alone; the scheduler puts it there
+        f = tmp_path / "b2.yaml"
+        f.write_text(yaml.safe_dump(_claim("b2", "b2")))
+        rc, e = _explain(capsys, kc, "-f", str(f))
+        assert rc == 0 and e["verdict"] == "fits" and e["fitsOn"] == [NODES[1]], e
+        n0 = next(n for n in e["nodes"] if n["name"] == NODES[0])
+        checks = {d["device"]: d["check"] for d in n0["claims"][0]["requests"][0]["entries"][0]["devices"]}
+        assert checks[f"{DRIVER}/{NODES[0]}/gpu-1"] == "taint"
+        api.create(_claim("b2", "b2"))
+        api.create(_pod("uses-b2", "b2"))
+        assert wait_for("uses-b2 bound", lambda: scheduled("uses-b2")) == NODES[1]
+
+        # 2. the holder takes node 0's a1; a second a1 pod cannot fit anywhere: both agree
+        api.create(_claim("a1-held", "a1"))
+        api.create(_pod("holder", "a1-held"))
+        assert wait_for("holder bound", lambda: scheduled("holder")) == NODES[0]
+        api.create(_claim("a1-want", "a1"))
+        api.create(_pod("waits", "a1-want"))
+        wait_for("waits unschedulable", lambda: unschedulable("waits"))
+        rc, e = _explain(capsys, kc, "pod", f"{NS}/waits")
+        assert rc == 1 and e["verdict"] == "unschedulable"
+        assert e["summary"]["closestNode"] == NODES[0] and e["summary"]["checked"]
+        assert f"claim {NS}/a1-held" in e["summary"]["fix"]
+
+        # 3. a b2 pod kept to node 0 meets only the tainted device: both agree it cannot fit
+        api.create(_claim("b2-node0", "b2"))
+        api.create(_pod("tainted", "b2-node0", NODES[0]))
+        wait_for("tainted unschedulable", lambda: unschedulable("tainted"))
+        rc, e = _explain(capsys, kc, "pod", f"{NS}/tainted")
+        assert rc == 1 and e["verdict"] == "unschedulable" and e["summary"]["fix"].startswith("tolerate explain/broken")
+
+        # 4. the change explain named for "waits" (free a1-held), made for real: the scheduler agrees
+        api.delete("Pod", "holder", NS, grace=0)
+        wait_for("holder gone", lambda: api.get("Pod", "holder", NS) is None)
+        api.delete("ResourceClaim", "a1-held", NS)
+        assert wait_for("waits bound", lambda: scheduled("waits"), timeout=90) == NODES[0]
+        rc, e = _explain(capsys, kc, "pod", f"{NS}/waits")
+        assert rc == 0 and e["verdict"] == "scheduled"
+        # and a pod explain says cannot fit stays unschedulable: "tainted" still waits
+        assert scheduled("tainted") is None and unschedulable("tainted")
+    finally:
+        api.delete("Namespace", NS, None)
+        for n in NODES:
+            api.delete("ResourceSlice", f"{n}-gpus", None)
+            api.delete("Node", n, None)
+        api.delete("DeviceClass", "explain-gpu", None)

@@ -52,6 +52,9 @@ def add_parsers(subparsers: Any) -> None:
     serve.add_argument("--cdi-dir", required=True, type=Path, help="where CDI specs are written")
     serve.add_argument("--hardware", default=DEFAULT_SHAPE,
                        help=f"fake_hw node shape name or file (default: {DEFAULT_SHAPE})")
+    serve.add_argument("--hardware-label", default=None, metavar="LABEL",
+                       help="emulate the shape named by this label of the node, when the node has it "
+                            "(else --hardware); needs --in-cluster or --kubeconfig")
     serve.add_argument("--state-dir", type=Path, default=None,
                        help="checkpoint folder (default: the driver's plugin data folder)")
     serve.add_argument("--sync-journal", action="store_true",
@@ -123,6 +126,20 @@ def run(args: argparse.Namespace) -> int:
     return cmd_sample_claims(args)
 
 
+def _node_hardware(kube: Any, args: argparse.Namespace) -> str:
+    """The shape to emulate: the value of the node's ``--hardware-label`` when the node carries
+    it (read from the API), else ``--hardware``."""
+    if not args.hardware_label:
+        return str(args.hardware)
+    if kube is None:
+        raise ValueError("--hardware-label reads the node's labels from the API: it needs --in-cluster or --kubeconfig")
+    import urllib.parse
+    node = kube.get(f"/api/v1/nodes/{urllib.parse.quote(args.node)}")
+    if node is None:
+        raise ValueError(f"--hardware-label: node {args.node} is not in the API")
+    return str(((node.get("metadata") or {}).get("labels") or {}).get(args.hardware_label) or args.hardware)
+
+
 def _inventory(shape: str, node: str) -> Any:
     from drakit.fake_hw.inventory import build_inventory
     return build_inventory(shape, node)
@@ -167,7 +184,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         if args.claims is not None and (args.in_cluster or args.kubeconfig):
             raise ValueError("--claims and --in-cluster/--kubeconfig exclude each other")
-        inventory = _inventory(args.hardware, args.node)
+        kube = _kube(args) if args.in_cluster or args.kubeconfig else None
+        inventory = _inventory(_node_hardware(kube, args), args.node)
         config = PluginConfig(driver=args.driver, node=args.node,
                               plugin_dir=args.plugin_dir.absolute(),
                               registry_dir=args.registry_dir.absolute(),
@@ -183,8 +201,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             if not args.claims.exists():
                 raise ValueError(f"--claims {args.claims}: no such claims file or folder")
             source = FileClaimSource(args.claims, status_dir=state_dir / "claim-status")
-        elif args.in_cluster or args.kubeconfig:
-            kube = _kube(args)
+        elif kube is not None:
             source = KubeClaimSource(kube)
             api_publisher = KubeSlicePublisher(kube, args.node)
             publishers.append(api_publisher)

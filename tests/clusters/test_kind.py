@@ -127,7 +127,7 @@ def test_manifests_in_apply_order_with_the_fixed_commands() -> None:
     assert c["image"] == "example.test/drakit:1"
     assert c["command"] + c["args"] == [
         "drakit", "driver", "serve", "--driver", ACME, "--node", "$(NODE_NAME)", "--hardware", "small-1gpu",
-        "--plugin-dir", "/var/lib/kubelet/plugins", "--registry-dir", "/var/lib/kubelet/plugins_registry",
+        "--hardware-label", "drakit.dev/fake-hardware", "--plugin-dir", "/var/lib/kubelet/plugins", "--registry-dir", "/var/lib/kubelet/plugins_registry",
         "--cdi-dir", "/var/run/cdi", "--state-dir", f"/var/lib/kubelet/plugins/{ACME}/state",
         "--device-metadata", "--in-cluster",
     ]

@@ -14,7 +14,8 @@ VERDICT_RULE = (
     "skips as not-applicable, needs-fake-driver, no-node-side, backend or feature-disabled (the target runs "
     "other gate values than the case is about) aside; fail when a required case failed, errored "
     "or is xfail, or a case file did not load; incomplete when no required case ran, a required "
-    "case was skipped for any other reason (gate-unknown among them), or the run says why it "
+    "case was skipped for any other reason (gate-unknown among them; a driver case skipped as inventory "
+    "aside when another case of its behaviour passed), or the run says why it "
     "cannot be trusted whole (interrupted by a signal, no case exercised the driver); fail wins "
     "over incomplete, and verdict.reasons lists every reason"
 )
@@ -55,12 +56,22 @@ def verdict_reasons(cases: Iterable[Mapping[str, Any]]) -> tuple[str, list[Mappi
                or (c.get("profile") == "required" and c["status"] in _FAILING)]
     if failing:
         return "fail", failing
-    blocked = [c for c in required if c["status"] == "skipped"
-               and (c.get("skip") or {}).get("category") not in _IGNORED_SKIPS]
+    blocked = _blocking(required)
     ran = [c for c in required if c["status"] in _PASSING]
     if blocked or not ran:
         return "incomplete", blocked
     return "pass", []
+
+
+def _blocking(required: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Required cases skipped for a reason that does not make them inapplicable. A driver case
+    skipped as ``inventory`` is not among them when another case of its behaviour passed on its
+    backend: the behaviour was proven on the devices the driver has (two cases of one behaviour
+    for differently shaped devices, of which the driver publishes one)."""
+    proven = {(c.get("behaviour"), c.get("backend")) for c in required if c.get("behaviour") and c["status"] in _PASSING}
+    return [c for c in required if c["status"] == "skipped"
+            and (c.get("skip") or {}).get("category") not in _IGNORED_SKIPS
+            and not ((c.get("skip") or {}).get("category") == "inventory" and (c.get("behaviour"), c.get("backend")) in proven)]
 
 
 def case_ref(case: Mapping[str, Any]) -> dict[str, str]:
@@ -81,8 +92,7 @@ def _case_reasons(cases: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     add("load-error", loads, f"{len(loads)} case file(s) did not load")
     failing = [c for c in required if c["status"] in _FAILING and not is_load_error(c)]
     add("case-failed", failing, f"{len(failing)} required case(s) failed, errored or are xfail")
-    blocked = [c for c in required if c["status"] == "skipped"
-               and (c.get("skip") or {}).get("category") not in _IGNORED_SKIPS]
+    blocked = _blocking(required)
     add("required-skipped", blocked, f"{len(blocked)} required case(s) skipped for a reason other than "
                                      f"not-applicable, needs-fake-driver, no-node-side, backend or feature-disabled")
     if not any(c["status"] in _PASSING for c in required):

@@ -38,8 +38,10 @@ def test_binding_takes_devices_in_order_and_honours_same_and_other_node() -> Non
     got = bind(inv, devices, DRIVER)
     assert got == {"inv.nodes": "2", "inv.a.node": "n1", "inv.a.pool": "n1", "inv.a.device": "d0",
                    "inv.b.node": "n1", "inv.b.pool": "n1", "inv.b.device": "d1",
-                   "inv.b.cel": 'device.attributes["d.example.com"].index == 1',  # d1 alone has index 1
-                   "inv.c.node": "n2", "inv.c.pool": "n2", "inv.c.device": "d0"}
+                   "inv.b.cel": '"index" in device.attributes["d.example.com"] && '
+                                'device.attributes["d.example.com"].index == 1',  # d1 alone has index 1
+                   "inv.c.node": "n2", "inv.c.pool": "n2", "inv.c.device": "d0",
+                   **{f"inv.{n}.capacity": "{}" for n in "abc"}}
 
 
 def test_binding_finds_selectable_and_counter_sharing_devices() -> None:
@@ -57,21 +59,24 @@ def test_binding_finds_selectable_and_counter_sharing_devices() -> None:
     got = bind(inv, devices, DRIVER)
     assert not isinstance(got, Unbound), got
     assert (got["inv.a.device"], got["inv.b.device"], got["inv.c.node"]) == ("gpu0", "gpu0-p0", "n2")
-    assert got["inv.a.cel"] == 'device.attributes["d.example.com"].uuid == "u0"'
+    assert got["inv.a.cel"] == '"uuid" in device.attributes["d.example.com"] && device.attributes["d.example.com"].uuid == "u0"'
     none = bind(Inventory((DeviceNeed("a", selectable=True, plain_node=True),)), devices, DRIVER)
-    assert isinstance(none, Unbound) and "a claim can ask for it alone" in none.message
+    assert isinstance(none, Unbound) and none.message.startswith(
+        "the case needs device 'a': singled out by its attribute values (one, or a combination no other device has) "
+        "(2 of 3), on a node whose devices consume no shared counters (1 of 3), none has all of it"), none.message
 
 
 def test_binding_says_what_is_missing() -> None:
     devices = published_devices(SLICES, DRIVER)
     three = bind(Inventory((DeviceNeed("a"), DeviceNeed("b", same_node_as="a"), DeviceNeed("c", same_node_as="a"))),
                  devices, DRIVER)
-    assert isinstance(three, Unbound) and "device 'c' on the node of a" in three.message
+    assert isinstance(three, Unbound) and "no choice of them meets 'b' on the node of a; 'c' on the node of a" \
+        in three.message
     assert "publishes 3 devices on 2 node(s)" in three.message
     none = bind(Inventory((DeviceNeed("a"),)), [], DRIVER)
     assert isinstance(none, Unbound) and "publishes no devices" in none.message
     attr = bind(Inventory((DeviceNeed("a", attribute="numa"),)), devices, DRIVER, {"numa": "x.io/numa"})
-    assert isinstance(attr, Unbound) and "publishing x.io/numa" in attr.message
+    assert isinstance(attr, Unbound) and "publishing x.io/numa (0 of 3)" in attr.message
 
 
 def test_an_incomplete_pool_is_not_inventory() -> None:

@@ -727,3 +727,21 @@ def test_merge_node_check_cases_adds_a_column(mixed: dict[str, Any]) -> None:
     bad[0]["features"] = ["time-travel"]
     with pytest.raises(ResultsError, match="unknown feature 'time-travel'"):
         merge_cases(base, bad)
+
+
+def test_an_inventory_skip_is_aside_when_another_case_of_its_behaviour_passed() -> None:
+    def case(cid: str, status: str, behaviour: str, category: str | None = None) -> dict[str, Any]:
+        c: dict[str, Any] = {"id": cid, "backend": "cluster", "status": status, "profile": "required",
+                             "behaviour": behaviour}
+        if category:
+            c["skip"] = {"category": category, "message": "m"}
+        return c
+    proven = [case("driver/admin-access", "passed", "admin-access"),
+              case("driver/admin-access-shared", "skipped", "admin-access", "inventory")]
+    assert compute_verdict(proven)["result"] == "pass"
+    alone = [case("driver/prepare", "passed", "prepare"),
+             case("driver/admin-access-shared", "skipped", "admin-access", "inventory")]
+    assert compute_verdict(alone)["result"] == "incomplete"
+    other = [case("driver/admin-access", "passed", "admin-access"),
+             case("driver/admin-access-shared", "skipped", "admin-access", "gate-unknown")]
+    assert compute_verdict(other)["result"] == "incomplete"

@@ -302,7 +302,8 @@ def _inventory(doc: Any, file: str, start: int) -> Inventory | None:
             raise LoadError(file, line_of(doc, ("inventory", "devices", j, "name")) or start,
                             f"device name {d['name']!r} is used twice", f"inventory.devices[{j}].name")
         needs.append(DeviceNeed(d["name"], d.get("sameNodeAs"), d.get("otherNodeThan"), d.get("attribute"), d.get("has"),
-                                bool(d.get("selectable")), d.get("sharesCountersWith"), bool(d.get("plainNode"))))
+                                bool(d.get("selectable")), d.get("sharesCountersWith"), bool(d.get("plainNode")),
+                                bool(d.get("dedicated")), bool(d.get("twice")), bool(d.get("takeable"))))
     return Inventory(tuple(needs), int(raw.get("nodes") or 0))
 
 

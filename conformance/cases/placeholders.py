@@ -2,7 +2,9 @@
 
 Run-time placeholders are ``${namespace}`` (each backend names its own namespace) and, in
 driver-suite cases, ``${inv.<name>.node|pool|device|cel}`` (the devices bound from the driver's
-ResourceSlices at setup, ``conformance.spec.inventory``) and ``${podImage}`` (an image whose
+ResourceSlices at setup, ``conformance.spec.inventory``), ``${inv.<name>.capacity}`` (standing alone
+as a value: the mapping of capacity requests two allocations of the device fit with, e.g.
+``capacity: {requests: "${inv.a.capacity}"}``) and ``${podImage}`` (an image whose
 ``sh`` prints the container's environment, for clusters where drakit reads it from the log). Anything else must be a key of the
 profile; an unknown key is a load error, never a literal.
 
@@ -12,6 +14,7 @@ an escaped string literal (:mod:`.celtext`).
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Callable, Mapping
 
@@ -65,6 +68,12 @@ def substitute_runtime(value: Any, namespace: str, bound: Mapping[str, str] | No
     if isinstance(value, str):
         if "${" not in value:
             return value
+        whole = PATTERN.fullmatch(value)
+        if whole and whole.group(1).startswith("inv.") and whole.group(1).endswith(".capacity"):
+            if bound is None:
+                return {}
+            if whole.group(1) in bound:
+                return json.loads(bound[whole.group(1)])
 
         def lookup(key: str) -> str | None:
             if key == "namespace":

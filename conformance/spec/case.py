@@ -45,6 +45,9 @@ class DeviceNeed:
     selectable: bool = False  # a claim can ask for this device alone (${inv.<name>.cel})
     shares_counters_with: str | None = None  # same pool; the two together exceed a shared counter
     plain_node: bool = False  # no device of its node consumes counters (allocationMode All fits)
+    dedicated: bool = False  # it does not allow multiple allocations
+    twice: bool = False  # two allocations of it fit at once (${inv.<name>.capacity} asks for a share)
+    takeable: bool = False  # allocationMode All with ${inv.<name>.cel} on its node allocates it (see inventory)
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,17 @@ A case says what it needs (``inventory.devices``: named devices, optionally on t
 another, on another node, or publishing an attribute; ``inventory.nodes``: at least that many
 nodes with devices). :func:`bind` looks at the driver's ResourceSlices (wire form, the newest
 complete generation of each pool) and returns the placeholder values ``inv.<name>.node``,
-``inv.<name>.pool``, ``inv.<name>.device`` (and ``inv.nodes``), or :class:`Unbound` naming what
-is missing. Devices are taken in a fixed order (node, pool, device name), each at most once.
+``inv.<name>.pool``, ``inv.<name>.device``, ``inv.<name>.cel`` (a selector for it alone, when
+one exists), ``inv.<name>.capacity`` (JSON: capacity requests two allocations of it fit with) and
+``inv.nodes``, or :class:`Unbound` naming what is missing. Devices are tried in a fixed order
+(node, pool, device name), each at most once, and the search backtracks: when any assignment of
+devices meets every need, one is found.
+
+A device is selectable when some combination of its attribute values (string, int, bool) is
+held by no other device of the driver: partitions that share ``uuid`` and ``index`` with their
+parent and repeat a partition number across parents are told apart by a pair. The selector
+guards each attribute with ``in`` so that it never fails on a device lacking it (a CEL runtime
+error fails the whole allocation).
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ from typing import Any, Iterable, Mapping
 from drakit.conformance.quantity import Quantity
 
 from .case import Inventory
+from .sharing import counters_fit, two_shares
 
 
 HAS = ("consumesCounters", "allowMultipleAllocations", "taints", "bindingConditions")
@@ -33,6 +43,19 @@ class Published:
     values: tuple[tuple[str, str, str], ...] = ()  # (qualified attribute, type, value as CEL literal)
     consumes: tuple[tuple[str, str, Fraction], ...] = ()  # (counter set, counter, amount)
     counters: tuple[tuple[str, str, Fraction], ...] = ()  # the pool's shared counters (set, counter, amount)
+    share: str | None = "{}"  # JSON capacity requests two allocations fit with (two_shares), None: none fits
+
+    @property
+    def multi(self) -> bool:
+        return "allowMultipleAllocations" in self.has
+
+    def fits_twice(self) -> bool:
+        """Two allocations of it fit at once: two shares, or an admin-access allocation on top of
+        a dedicated one (which reserves the counters again)."""
+        if self.share is None:
+            return False
+        once = self.multi and self.share != "{}"  # shares of a device with capacities pay counters once
+        return counters_fit(self.consumes, self.counters, 1 if once else 2)
 
 
 @dataclass(frozen=True)
@@ -65,8 +88,12 @@ def published_devices(slices: Iterable[Mapping[str, Any]], driver: str) -> list[
                                for t, v in a.items() if t in ("string", "int", "bool", "version"))
                 consumes = tuple((cc.get("counterSet", ""), c, _amount(v)) for cc in d.get("consumesCounters") or []
                                  for c, v in (cc.get("counters") or {}).items())
+                share: str | None = "{}"
+                if d.get("allowMultipleAllocations"):
+                    shares = two_shares(d.get("capacity") or {})
+                    share = None if shares is None else json.dumps(shares, sort_keys=True)
                 out.append(Published(sp["nodeName"], name, d["name"], frozenset(raw), has, values, consumes,
-                                     counters if consumes else ()))
+                                     counters if consumes else (), share))
     return sorted(out, key=lambda p: (p.node, p.pool, p.device))
 
 
@@ -86,15 +113,44 @@ def _literal(kind: str, value: Any) -> str:
 
 
 def selector(device: Published, devices: list[Published]) -> str | None:
-    """A CEL expression true for ``device`` alone among ``devices`` (one of its attribute values
-    no other device of the driver has), or None. Prefers strings (names, UUIDs)."""
-    others = [d for d in devices if d != device]
-    for qualified, kind, literal in sorted(device.values, key=lambda v: v[1] != "string"):
-        if kind == "version" or any((qualified, kind, literal) in d.values for d in others):
-            continue
+    """A CEL expression true for ``device`` alone among ``devices``: one of its attribute values
+    no other device has, else the fewest values that together single it out (strings first), or
+    None when no combination does."""
+    others = [d for d in devices if (d.node, d.pool, d.device) != (device.node, device.pool, device.device)]
+    usable = sorted((v for v in device.values if v[1] != "version"), key=lambda v: (v[1] != "string", v[0]))
+
+    def unique(chosen: list[tuple[str, str, str]]) -> bool:
+        return not any(all(v in o.values for v in chosen) for o in others)
+
+    if not usable or not unique(usable):
+        return None
+    for v in usable:
+        if unique([v]):
+            return _cel([v])
+    pairs = [[a, b] for i, a in enumerate(usable) for b in usable[i + 1:]]
+    chosen = next((p for p in pairs if unique(p)), None)
+    if chosen is None:  # drop what is not needed, keeping strings longest
+        chosen = list(usable)
+        for v in reversed(usable):
+            trial = [x for x in chosen if x != v]
+            if trial and unique(trial):
+                chosen = trial
+    return _cel(chosen)
+
+
+_CEL_RESERVED = frozenset({"as", "break", "const", "continue", "else", "false", "for", "function", "if", "import",
+                           "in", "let", "loop", "package", "namespace", "null", "return", "true", "var", "void",
+                           "while"})
+
+
+def _cel(chosen: list[tuple[str, str, str]]) -> str:
+    parts = []
+    for qualified, _kind, literal in chosen:
         domain, _, ident = qualified.partition("/")
-        return f"device.attributes[{json.dumps(domain)}].{ident} == {literal}"
-    return None
+        attrs = f"device.attributes[{json.dumps(domain)}]"
+        value = f"{attrs}[{json.dumps(ident)}]" if ident in _CEL_RESERVED else f"{attrs}.{ident}"
+        parts.append(f"{json.dumps(ident)} in {attrs} && {value} == {literal}")
+    return " && ".join(parts)
 
 
 def exceed_together(a: Published, b: Published) -> bool:
@@ -121,6 +177,42 @@ def describe(devices: list[Published], driver: str) -> str:
     return f"the driver {driver} publishes {len(devices)} devices on {len(nodes)} node(s) ({', '.join(nodes[:4])})"
 
 
+def take_selector(device: Published, devices: list[Published]) -> str | None:
+    """A selector with which a claim for all matching devices of the device's node (allocationMode
+    All) is allocated this device: one for it alone, else ``true`` when every device of its node
+    is dedicated, untainted and consumes no counters (then the claim takes them all)."""
+    if device.has & {"allowMultipleAllocations", "taints", "bindingConditions"}:
+        return None
+    alone = selector(device, devices)
+    if alone is not None and counters_fit(device.consumes, device.counters, 1):
+        return alone
+    if all(not o.has and not o.consumes for o in devices if o.node == device.node):
+        return "true"
+    return None
+
+
+def _criteria(need: Any, d: Published, devices: list[Published], want_attr: str | None,
+              memo: dict[tuple[str, str, str], tuple[str | None, str | None]]) -> list[tuple[str, bool]]:
+    """What the need asks of one device on its own, in words, and whether the device has it."""
+    key = (d.node, d.pool, d.device)
+    if key not in memo and (need.selectable or need.takeable):
+        memo[key] = (selector(d, devices), take_selector(d, devices))
+    sel, take = memo.get(key, (None, None))
+    checks = [(want_attr is not None, f"publishing {want_attr}", want_attr in d.attributes if want_attr else True),
+              (bool(need.has), f"publishing {need.has}", need.has in d.has if need.has else True),
+              (need.dedicated, "not allowing multiple allocations", not d.multi),
+              (need.selectable, "singled out by its attribute values (one, or a combination no other device has)",
+               sel is not None),
+              (need.takeable, "allocatable by a claim for all matching devices of its node (singled out by its "
+                              "attribute values, or on a node of dedicated devices without taints or counters)",
+               take is not None),
+              (need.twice, "with room for two allocations at once (capacity requests its policy allows that fit "
+                           "twice, and its counters twice where they are reserved again)", d.fits_twice()),
+              (need.plain_node, "on a node whose devices consume no shared counters",
+               not any(o.consumes for o in devices if o.node == d.node))]
+    return [(words, ok) for wanted, words, ok in checks if wanted]
+
+
 def bind(inventory: Inventory, devices: list[Published], driver: str,
          attributes: Mapping[str, str] | None = None) -> dict[str, str] | Unbound:
     """Placeholder values for the case, or what is missing. ``attributes`` maps a logical
@@ -131,48 +223,66 @@ def bind(inventory: Inventory, devices: list[Published], driver: str,
     nodes = sorted({d.node for d in devices})
     if len(nodes) < inventory.nodes:
         return Unbound(f"the case needs devices on {inventory.nodes} nodes; {describe(devices, driver)}")
-    bound: dict[str, Published] = {}
-    for need in inventory.devices:
-        want_attr = attributes.get(need.attribute, need.attribute) if need.attribute else None
-        for d in devices:
-            if d in bound.values():
-                continue
-            if need.same_node_as and d.node != bound[need.same_node_as].node:
-                continue
-            if need.other_node_than and d.node == bound[need.other_node_than].node:
-                continue
-            if want_attr and want_attr not in d.attributes:
-                continue
-            if need.has and need.has not in d.has:
-                continue
-            if need.selectable and selector(d, devices) is None:
-                continue
-            if need.shares_counters_with and not exceed_together(bound[need.shares_counters_with], d):
-                continue
-            if need.plain_node and any(o.consumes for o in devices if o.node == d.node):
-                continue
-            bound[need.name] = d
-            break
-        else:
-            return Unbound(f"the case needs device {need.name!r}{_wanted(need, want_attr)} "
-                           f"({len(inventory.devices)} devices in all; bound so far: {', '.join(bound) or 'none'}); "
+    memo: dict[tuple[str, str, str], tuple[str | None, str | None]] = {}
+    wants = [attributes.get(n.attribute, n.attribute) if n.attribute else None for n in inventory.devices]
+    candidates = []
+    for need, want_attr in zip(inventory.devices, wants):
+        found = [d for d in devices if all(ok for _, ok in _criteria(need, d, devices, want_attr, memo))]
+        if not found:
+            return Unbound(f"the case needs device {need.name!r}{_missing(need, devices, want_attr, memo)}; "
                            f"{describe(devices, driver)}")
+        candidates.append(found)
+    bound = _search(inventory.devices, candidates, {})
+    if bound is None:
+        relations = "; ".join(f"{n.name!r}{_wanted(n, None)}" for n in inventory.devices
+                              if n.same_node_as or n.other_node_than or n.shares_counters_with)
+        return Unbound(f"each device the case needs is published, but no choice of them meets {relations} "
+                       f"({', '.join(f'{n.name}: {len(c)} candidate(s)' for n, c in zip(inventory.devices, candidates))}); "
+                       f"{describe(devices, driver)}")
     out = {"inv.nodes": str(len(nodes))}
-    for name, d in bound.items():
-        out.update({f"inv.{name}.node": d.node, f"inv.{name}.pool": d.pool, f"inv.{name}.device": d.device})
-        cel = selector(d, devices)
+    for need in inventory.devices:
+        d = bound[need.name]
+        out.update({f"inv.{need.name}.node": d.node, f"inv.{need.name}.pool": d.pool,
+                    f"inv.{need.name}.device": d.device, f"inv.{need.name}.capacity": d.share or "{}"})
+        cel = take_selector(d, devices) if need.takeable else selector(d, devices)
         if cel is not None:
-            out[f"inv.{name}.cel"] = cel
+            out[f"inv.{need.name}.cel"] = cel
     return out
 
 
+def _search(needs: tuple[Any, ...], candidates: list[list[Published]],
+            bound: dict[str, Published]) -> dict[str, Published] | None:
+    """The first assignment (in device order) meeting the needs' relations, backtracking."""
+    i = len(bound)
+    if i == len(needs):
+        return bound
+    need = needs[i]
+    for d in candidates[i]:
+        if d in bound.values():
+            continue
+        if need.same_node_as and d.node != bound[need.same_node_as].node:
+            continue
+        if need.other_node_than and d.node == bound[need.other_node_than].node:
+            continue
+        if need.shares_counters_with and not exceed_together(bound[need.shares_counters_with], d):
+            continue
+        found = _search(needs, candidates, {**bound, need.name: d})
+        if found is not None:
+            return found
+    return None
+
+
+def _missing(need: Any, devices: list[Published], want_attr: str | None,
+             memo: dict[tuple[str, str, str], tuple[str | None, str | None]]) -> str:
+    """Each thing the need asks of a device on its own, with how many devices have it."""
+    rows = [_criteria(need, d, devices, want_attr, memo) for d in devices]
+    parts = [f"{words} ({sum(r[i][1] for r in rows)} of {len(devices)})" for i, (words, _) in enumerate(rows[0])]
+    return (": " + ", ".join(parts) + ", none has all of it") if parts else ""
+
+
 def _wanted(need: Any, want_attr: str | None) -> str:
-    """What the need asks of its device, in words, for the inventory skip."""
+    """What the need asks of its device relative to the others, in words."""
     parts = [f"on the node of {need.same_node_as}" if need.same_node_as else "",
              f"on another node than {need.other_node_than}" if need.other_node_than else "",
-             f"publishing {want_attr}" if want_attr else "",
-             f"publishing {need.has}" if need.has else "",
-             "with an attribute value no other device has (so that a claim can ask for it alone)" if need.selectable else "",
-             f"sharing counters with {need.shares_counters_with} beyond what the pool has" if need.shares_counters_with else "",
-             "on a node whose devices consume no shared counters" if need.plain_node else ""]
+             f"sharing counters with {need.shares_counters_with} beyond what the pool has" if need.shares_counters_with else ""]
     return "".join(f" {p}" for p in parts if p)

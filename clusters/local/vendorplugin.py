@@ -16,7 +16,8 @@ Placeholders: ``{node}`` (the node name), ``{kubeconfig}`` (an admin kubeconfig 
 folder, the parent of ``<pluginsDir>/<driver>``), ``{cdiDir}`` (the node's CDI folder) and
 ``{drakitBin}`` (drakit's binary cache, where ``drakit cluster build`` puts upstream's test
 driver) and ``{metricsPort}`` (a free TCP port on 127.0.0.1, for the plugin's metrics). A plugin
-is ready when a registration socket naming its driver is in the registry.
+is ready when a registration socket naming its driver is in the registry: ``<driver>-reg.sock``,
+or ``<driver>-<uid>-reg.sock`` as plugins name it for rolling updates.
 """
 
 from __future__ import annotations
@@ -85,14 +86,24 @@ class VendorPlugin:
 
     @property
     def registration_socket(self) -> Path:
-        return self.folders.registry_dir / f"{self.driver}-reg.sock"
+        """The plugin's registration socket: ``<driver>-reg.sock``, or the rolling-update name
+        ``<driver>-<uid>-reg.sock`` a plugin that knows its pod UID uses (the newest one)."""
+        conventional = self.folders.registry_dir / f"{self.driver}-reg.sock"
+        if conventional.is_socket():
+            return conventional
+        rolling = sorted(self._rolling(), key=lambda p: p.stat().st_mtime if p.exists() else 0)
+        return rolling[-1] if rolling else conventional
+
+    def _rolling(self) -> list[Path]:
+        return [p for p in self.folders.registry_dir.glob(f"{self.driver}-*-reg.sock") if p.is_socket()]
 
     def start(self, timeout: float = 30.0) -> None:
         if not shutil.which("unshare"):
             raise PluginStartError("starting a vendor plugin needs unshare (util-linux) on PATH")
         for d in (self.folders.registry_dir, self.folders.plugins_dir, self.folders.cdi_dir, *self.make):
             d.mkdir(parents=True, exist_ok=True)
-        self.registration_socket.unlink(missing_ok=True)  # a stale one would look like a registration
+        for stale in (self.folders.registry_dir / f"{self.driver}-reg.sock", *self._rolling()):
+            stale.unlink(missing_ok=True)  # a stale one would look like a registration
         argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", _NAMESPACE_SCRIPT,
                 str(self.folders.cdi_dir), *self.argv]
         popen, self.info = procs.spawn(f"plugin-{self.driver}-{self.node}", argv, self.log, die_with_parent=True)
@@ -101,8 +112,8 @@ class VendorPlugin:
         while not self.registration_socket.is_socket():
             if popen.poll() is not None or time.monotonic() > deadline:
                 tail = self.log.read_text(errors="replace").strip().splitlines()[-3:] if self.log.exists() else []
-                self.stop()
                 what = "exited" if popen.poll() is not None else f"did not register within {timeout:.0f} s"
+                self.stop()
                 raise PluginStartError(f"the {self.driver} plugin on node {self.node} {what}: "
                                        f"{' | '.join(tail) or '(no output)'} (log {self.log})")
             time.sleep(0.05)

@@ -299,7 +299,12 @@ class DriverNodes:
             if node.plugin is not None:
                 registry = node.plugin.folders.registry_dir
             try:
-                info = get_info(str(registry / f"{self.dut.driver}-reg.sock"))
+                found = [registry / f"{self.dut.driver}-reg.sock",
+                         *sorted(registry.glob(f"{self.dut.driver}-*-reg.sock"))]  # rolling-update names
+                socket = next((p for p in found if p.is_socket()), None)
+                if socket is None:
+                    continue
+                info = get_info(str(socket))
             except Exception:  # noqa: BLE001 - not there (kwok agent layout): nothing published here
                 continue
             out["registration"] = {"name": info.name, "supportedVersions": list(info.supported_versions)}

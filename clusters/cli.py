@@ -72,6 +72,15 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPars
     down.add_argument("--run-dir", default=None, help="the --run-dir given to 'drakit cluster up' (default: per-user temp dir)")
     down.add_argument("--keep-logs", action="store_true", help="keep the run dir's logs/ folder")
 
+    bd = sub.add_parser("build-driver", help="build a vendor driver's programs its profile names with goInstall or source "
+                                             "(profile v2) into drakit's driver cache",
+                        description="Runs the go command for the profile's driverUnderTest.plugin and .controller: "
+                                    "'go install <module>@<version>' (goInstall) or 'go build' in a local checkout "
+                                    "(source), into ${XDG_CACHE_HOME:-~/.cache}/drakit/drivers (or $DRAKIT_CACHE/drivers). "
+                                    "Prints each program's path. A binary the profile names is only looked up.")
+    bd.add_argument("--vendor", "--profile", required=True, metavar="PROFILE", help="the vendor profile YAML")
+    bd.add_argument("--force", action="store_true", help="rebuild even when the cached program is current")
+
     st = sub.add_parser("status", help="show binaries and whether a cluster is running")
     st.add_argument("--run-dir", default=None, help="the --run-dir given to 'drakit cluster up' (default: per-user temp dir)")
     st.add_argument("--json", action="store_true", help="print the status as JSON")
@@ -83,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if cmd == "build":
             return _build(args)
+        if cmd == "build-driver":
+            return _build_driver(args)
         if cmd == "up":
             return _up(args)
         if cmd == "down":
@@ -117,6 +128,31 @@ def _build(args: argparse.Namespace) -> int:
     except OracleUnavailable as e:
         return _err(str(e))
     print(f"build: admission oracle {path}", flush=True)
+    return EXIT_OK
+
+
+def _build_driver(args: argparse.Namespace) -> int:
+    from drakit.clusters.local.driverbuild import DriverBuildError, build
+    from drakit.fake_driver.profile import ProfileError, load_vendor_profile
+    try:
+        profile = load_vendor_profile(args.vendor)
+    except ProfileError as e:
+        return _err(str(e))
+    dut = profile.under_test
+    specs = [(role, spec) for role, spec in (("plugin", dut.plugin if dut else None),
+                                             ("controller", dut.controller if dut else None))
+             if spec is not None and (spec.binary is not None or spec.builds)]
+    if not specs:
+        return _err(f"{args.vendor}: the profile names no program to build (driverUnderTest.plugin or .controller "
+                    f"with binary, goInstall or source)")
+    for role, spec in specs:
+        print(f"build-driver: {role}: {spec.go_install or (spec.source and spec.source.package) or spec.binary} ...",
+              flush=True)
+        try:
+            path, took = build(spec, force=args.force)
+        except DriverBuildError as e:
+            return _err(f"{role}: {e}")
+        print(f"build-driver: {role}: {path}" + (f" (built in {took:.0f} s)" if took else " (current)"), flush=True)
     return EXIT_OK
 
 

@@ -43,7 +43,7 @@ import functools
 import json
 import re
 import string
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
@@ -52,12 +52,16 @@ import jsonschema
 
 from drakit.conformance.errors import LoadError, format_path
 from drakit.conformance.yamlmarks import line_of, load_documents
+from drakit.fake_driver.envtemplate import EnvPattern, check
 
 SCHEMA_PATH = Path(__file__).with_name("profile.schema.json")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # the placeholders of driverUnderTest.plugin's command and folders (clusters.local.vendorplugin)
-PLUGIN_PLACEHOLDERS = ("node", "kubeconfig", "registryDir", "pluginsDir", "cdiDir", "drakitBin", "metricsPort")
+PLUGIN_PLACEHOLDERS = ("node", "kubeconfig", "registryDir", "pluginsDir", "cdiDir", "drakitBin", "metricsPort",
+                       "binary", "profileDir", "nodeDir", "kubeletDir")
+# those of driverUnderTest.controller's command (a process for the cluster, on no node)
+CONTROLLER_PLACEHOLDERS = ("kubeconfig", "drakitBin", "metricsPort", "binary", "profileDir", "nodeDir")
 
 
 class ProfileError(ValueError):
@@ -88,13 +92,44 @@ def fake_driver_names() -> frozenset[str]:
 
 
 @dataclass(frozen=True, slots=True)
+class SourceSpec:
+    """A local checkout of the driver's Go module and the package drakit builds from it."""
+
+    dir: str  # as written: relative to the profile's folder, ~ and $VAR expanded when resolved
+    package: str
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class PluginSpec:
-    """How drakit's local cluster starts the driver's kubelet plugin (clusters.local.vendorplugin)."""
+    """How drakit's local cluster starts the driver's kubelet plugin (clusters.local.vendorplugin),
+    or, as ``driverUnderTest.controller``, its cluster-wide process."""
 
     command: tuple[str, ...]
     folders: tuple[str, ...] = ()
     device_classes: tuple[tuple[str, str], ...] = ()  # (name, CEL selector)
     metrics_path: str | None = None  # its Prometheus metrics on 127.0.0.1:{metricsPort}
+    binary: str | None = None  # v2: a name on PATH or a path relative to the profile
+    go_install: str | None = None  # v2: <module>/cmd/<x>@<version>, built into drakit's driver cache
+    source: SourceSpec | None = None  # v2: a local checkout built into drakit's driver cache
+    env: tuple[tuple[str, str], ...] = ()  # v2: the process's environment (same placeholders)
+    profile_dir: str = ""  # the profile's folder: where relative paths start
+
+    @property
+    def builds(self) -> bool:
+        return self.go_install is not None or self.source is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Configuration:
+    """A named variant of the driver's configuration (profile v2): extra plugin arguments and
+    environment, and the optional behaviours that variant has."""
+
+    name: str
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    optional: tuple[str, ...] | None = None  # None: driverUnderTest.optional
+    description: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,9 +143,11 @@ class DriverUnderTest:
     numa_node: bool = False
     attribute_types: tuple[tuple[str, str, str], ...] = ()  # (key, qualified name, type)
     optional: tuple[str, ...] = ()
-    container_env: tuple[tuple[str, str], ...] = ()
+    container_env: tuple[tuple[str, Any], ...] = ()  # (key template, value template or EnvPattern)
     plugin: PluginSpec | None = None
     node_shapes: tuple[str, ...] = ()  # drakit's fake driver: the shape of each driver node
+    controller: PluginSpec | None = None  # v2: started once per cluster
+    configurations: tuple[Configuration, ...] = ()  # v2: named variants, each a run of the suite
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +164,7 @@ class VendorProfile:
     description: str = ""
     source: str = field(default="<profile>", compare=False)
     under_test: DriverUnderTest | None = None
+    version: int = 1
 
     def driver(self, role: str) -> str:
         return dict(self.drivers)[role]
@@ -166,6 +204,22 @@ class VendorProfile:
         """What results.json records about the profile (file name only, never its folder)."""
         return {"name": self.name, "file": Path(self.source).name, "drivers": list(self.driver_names),
                 "fakeDriver": self.fake}
+
+    def configured(self, name: str) -> "VendorProfile":
+        """The profile as one of its configurations runs it: the plugin's command with the
+        configuration's arguments appended and its environment added, its optional behaviours."""
+        dut = self.under_test
+        if dut is None:
+            return self
+        conf = next((c for c in dut.configurations if c.name == name), None)
+        if conf is None:
+            raise ProfileError(f"{self.source}: driverUnderTest.configurations: no configuration {name!r} "
+                               f"(known: {', '.join(c.name for c in dut.configurations) or 'none'})")
+        plugin = dut.plugin
+        if plugin is not None:
+            plugin = replace(plugin, command=plugin.command + conf.args, env=plugin.env + conf.env)
+        optional = dut.optional if conf.optional is None else conf.optional
+        return replace(self, under_test=replace(dut, plugin=plugin, optional=optional, configurations=(conf,)))
 
 
 def bundled_profile_path() -> Path:
@@ -241,17 +295,22 @@ def parse_profile(data: object, source: str = "<profile>") -> VendorProfile:
         for key, value in entries.items():
             text = str(value).lower() if isinstance(value, bool) else str(value)
             values.append((role, key, text))
+    version = int(data.get("version") or 1)
+    if version < 2:
+        for path in _v2_fields(data):
+            raise fail(path, "needs version: 2 at the top of the profile (a profile v2 field)")
     return VendorProfile(
+        version=version,
         name=data["name"], drivers=tuple((str(r), str(d)) for r, d in drivers.items()),
         classes=tuple((str(k), str(c)) for k, c in classes.items()),
         attributes=attributes, capacities=capacities, values=tuple(values),
         shapes=tuple(data.get("shapes") or ()), description=str(data.get("description") or ""), source=source,
-        under_test=_under_test(data, drivers, classes, attributes, fail),
+        under_test=_under_test(data, drivers, classes, attributes, fail, source),
     )
 
 
 def _under_test(data: Mapping[str, Any], drivers: Mapping[str, str], classes: Mapping[str, str],
-                attributes: tuple[NameRef, ...], fail: Any) -> DriverUnderTest:
+                attributes: tuple[NameRef, ...], fail: Any, source: str) -> DriverUnderTest:
     dut: Mapping[str, Any] = data.get("driverUnderTest") or {}
     role = str(dut.get("role") or next(iter(drivers)))
     if role not in drivers:
@@ -266,34 +325,80 @@ def _under_test(data: Mapping[str, Any], drivers: Mapping[str, str], classes: Ma
             raise fail(("driverUnderTest", "attributeTypes", key),
                        f"attribute {key!r} of role {role!r} has no entry under attributes.{role}")
         types.append((str(key), names[key], str(kind)))
-    plugin = None
-    if dut.get("plugin"):
-        raw = dut["plugin"]
-        for field_ in ("command", "folders"):
-            for i, arg in enumerate(raw.get(field_) or ()):
-                problem = template_problem(arg)
-                if problem:
-                    raise fail(("driverUnderTest", "plugin", field_, i), problem)
-        plugin = PluginSpec(tuple(raw["command"]), tuple(raw.get("folders") or ()),
-                            tuple((c["name"], c["selector"]) for c in raw.get("deviceClasses") or ()),
-                            raw.get("metricsPath"))
+    profile_dir = str(Path(source).resolve().parent) if source != "<profile>" else ""
+    plugin = _program(dut.get("plugin"), profile_dir, ("driverUnderTest", "plugin"), fail)
+    controller = _program(dut.get("controller"), profile_dir, ("driverUnderTest", "controller"), fail)
+    env = []
+    for key, value in (dut.get("containerEnv") or {}).items():
+        template: Any = EnvPattern(value["pattern"]) if isinstance(value, Mapping) else str(value)
+        for part in (str(key), template):
+            problem = check(part)
+            if problem:
+                raise fail(("driverUnderTest", "containerEnv", key), problem)
+        env.append((str(key), template))
+    configurations = []
+    for i, c in enumerate(dut.get("configurations") or ()):
+        if c["name"] in {x.name for x in configurations}:
+            raise fail(("driverUnderTest", "configurations", i, "name"), f"configuration {c['name']!r} is named twice")
+        configurations.append(Configuration(c["name"], tuple(c.get("args") or ()), tuple((c.get("env") or {}).items()),
+                                            tuple(c["optional"]) if "optional" in c else None, str(c.get("description") or "")))
+    if configurations and plugin is None:
+        raise fail(("driverUnderTest", "configurations"), "configurations change how the plugin starts: "
+                                                          "driverUnderTest.plugin is needed")
     return DriverUnderTest(role=role, driver=drivers[role], class_name=classes.get(class_key),
                            pools=str(dut.get("pools") or "per-node"), numa_node=bool(dut.get("numaNode")),
                            attribute_types=tuple(types), optional=tuple(dut.get("optional") or ()),
-                           container_env=tuple((str(k), str(v)) for k, v in (dut.get("containerEnv") or {}).items()),
-                           plugin=plugin, node_shapes=tuple(str(x) for x in dut.get("nodeShapes") or ()))
+                           container_env=tuple(env), plugin=plugin, controller=controller,
+                           configurations=tuple(configurations),
+                           node_shapes=tuple(str(x) for x in dut.get("nodeShapes") or ()))
 
 
-def template_problem(arg: str) -> str | None:
+def _program(raw: Any, profile_dir: str, path: tuple[str, ...], fail: Any) -> PluginSpec | None:
+    if not raw:
+        return None
+    known = CONTROLLER_PLACEHOLDERS if path[-1] == "controller" else PLUGIN_PLACEHOLDERS
+    for field_ in ("command", "folders"):
+        for i, arg in enumerate(raw.get(field_) or ()):
+            problem = template_problem(arg, known)
+            if problem:
+                raise fail(path + (field_, i), problem)
+    for key, value in (raw.get("env") or {}).items():
+        problem = template_problem(str(value), known)
+        if problem:
+            raise fail(path + ("env", key), problem)
+    ways = [k for k in ("binary", "goInstall", "source") if k in raw]
+    if len(ways) > 1:
+        raise fail(path + (ways[1],), f"give one of binary, goInstall and source, not {' and '.join(ways)}")
+    src = raw.get("source")
+    return PluginSpec(tuple(raw["command"]), tuple(raw.get("folders") or ()),
+                      tuple((c["name"], c["selector"]) for c in raw.get("deviceClasses") or ()),
+                      raw.get("metricsPath"), raw.get("binary"), raw.get("goInstall"),
+                      SourceSpec(str(src["dir"]), str(src["package"]), tuple(src.get("tags") or ())) if src else None,
+                      tuple((str(k), str(v)) for k, v in (raw.get("env") or {}).items()), profile_dir)
+
+
+def _v2_fields(data: Mapping[str, Any]) -> list[tuple[object, ...]]:
+    """Where a version-1 profile uses a field of version 2."""
+    dut = data.get("driverUnderTest") or {}
+    found: list[tuple[object, ...]] = [("driverUnderTest", k) for k in ("controller", "configurations") if k in dut]
+    for key in ("binary", "goInstall", "source", "env"):
+        if key in (dut.get("plugin") or {}):
+            found.append(("driverUnderTest", "plugin", key))
+    found += [("driverUnderTest", "containerEnv", k) for k, v in (dut.get("containerEnv") or {}).items()
+              if isinstance(v, Mapping)]
+    return found
+
+
+def template_problem(arg: str, known: tuple[str, ...] = PLUGIN_PLACEHOLDERS) -> str | None:
     """What is wrong with the ``{placeholders}`` of one plugin command argument (None: nothing)."""
     try:
         names = [f for _, f, _, _ in string.Formatter().parse(arg) if f is not None]
     except ValueError as exc:  # a lone brace
         return f"{exc} in {arg[:200]!r} (write {{{{ and }}}} for literal braces)"
     for name in names:
-        if name not in PLUGIN_PLACEHOLDERS:
+        if name not in known:
             return (f"unknown placeholder {{{name[:100]}}} in {arg[:200]!r} "
-                    f"(known: {', '.join('{' + p + '}' for p in PLUGIN_PLACEHOLDERS)})")
+                    f"(known: {', '.join('{' + p + '}' for p in known)})")
     return None
 
 

@@ -238,6 +238,13 @@ def _diagnostics(diag: Mapping[str, Any], limit: int) -> dict[str, Any]:
     if not isinstance(logs, Mapping):
         logs = {"logs": logs}
     log_views = []
+    driver_log = diag.get("driverLog")
+    shown_driver_log = isinstance(driver_log, Mapping) and isinstance(driver_log.get("lines"), list)
+    if isinstance(driver_log, Mapping) and shown_driver_log:
+        body, cut = _cut_log("\n".join(str(x) for x in driver_log["lines"]), limit)
+        log_views.append({"name": f"driver log while the case ran ({driver_log.get('errors', 0)} error line(s) first; "
+                                  f"files: {', '.join(str(f) for f in driver_log.get('files') or [])})",
+                          "text": body, "cut": cut})
     for name, text in logs.items():
         body, cut = _cut_log(_pretty(text), limit)
         log_views.append({"name": name, "text": body, "cut": cut})
@@ -247,7 +254,7 @@ def _diagnostics(diag: Mapping[str, Any], limit: int) -> dict[str, Any]:
         object_views.append({"label": _object_label(obj, i), "text": body, "cut": cut})
     other = []
     for key, value in diag.items():
-        if key not in ("objects", "events", "logs"):
+        if key not in ("objects", "events", "logs") and not (key == "driverLog" and shown_driver_log):
             body, cut = _cut(_pretty(value), limit)
             other.append({"key": key, "text": body, "cut": cut})
     event_lines = [e if isinstance(e, str) else json.dumps(e, ensure_ascii=False) for e in events]

@@ -67,6 +67,10 @@ def _failure_body(case: Mapping[str, Any]) -> str:
     events = (failure.get("diagnostics") or {}).get("events") or []
     if isinstance(events, list) and events:
         parts += ["", "events:"] + [f"  {e}" for e in events[:20]]
+    driver_log = (failure.get("diagnostics") or {}).get("driverLog")
+    if isinstance(driver_log, Mapping) and driver_log.get("lines"):
+        parts += ["", f"driver log while the case ran ({driver_log.get('errors', 0)} error line(s) first):"]
+        parts += [f"  {line}" for line in list(driver_log["lines"])[:40]]
     if case.get("rerun"):
         parts += ["", f"rerun: {case['rerun']}"]
     return xml_text(_cut("\n".join(parts)))

@@ -745,3 +745,18 @@ def test_an_inventory_skip_is_aside_when_another_case_of_its_behaviour_passed() 
     other = [case("driver/admin-access", "passed", "admin-access"),
              case("driver/admin-access-shared", "skipped", "admin-access", "gate-unknown")]
     assert compute_verdict(other)["result"] == "incomplete"
+
+
+def test_a_failed_driver_case_shows_the_driver_log_in_junit_and_html() -> None:
+    from drakit.reports.html import _diagnostics
+    from drakit.reports.junit import _failure_body
+    log = {"files": ["out/driver-logs/drakit-driver-1-plugin.log"], "errors": 1,
+           "lines": ["drakit-driver-1-plugin: E1203 10:00:00 update status: shareID is required",
+                     "drakit-driver-1-plugin: I1203 10:00:00 prepared claim"]}
+    case = {"id": "driver/consumable-capacity", "backend": "cluster", "file": "optional.case.yaml", "line": 3,
+            "failure": {"summary": "pod p2 not running", "detail": "", "diagnostics": {"driverLog": log}}}
+    body = _failure_body(case)
+    assert "driver log while the case ran (1 error line(s) first):" in body and "shareID is required" in body
+    view = _diagnostics({"driverLog": log}, 10_000)
+    assert "shareID is required" in view["logs"][0]["text"] and not view["other"]
+    assert "drakit-driver-1-plugin.log" in view["logs"][0]["name"]

@@ -15,13 +15,16 @@ Placeholders: ``{node}`` (the node name), ``{kubeconfig}`` (an admin kubeconfig 
 ``{registryDir}`` (the kubelet's plugin registry folder), ``{pluginsDir}`` (the kubelet's plugins
 folder, the parent of ``<pluginsDir>/<driver>``), ``{cdiDir}`` (the node's CDI folder) and
 ``{drakitBin}`` (drakit's binary cache, where ``drakit cluster build`` puts upstream's test
-driver) and ``{metricsPort}`` (a free TCP port on 127.0.0.1, for the plugin's metrics). A plugin
+driver), ``{binary}`` (the program profile v2's ``binary``, ``goInstall`` or ``source`` names:
+``driverbuild``), ``{profileDir}`` (the profile's folder), ``{nodeDir}`` (a folder of the node
+for the plugin's own files) and ``{metricsPort}`` (a free TCP port on 127.0.0.1, for the plugin's metrics). A plugin
 is ready when a registration socket naming its driver is in the registry: ``<driver>-reg.sock``,
 or ``<driver>-<uid>-reg.sock`` as plugins name it for rolling updates.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import string
 import time
@@ -69,16 +72,18 @@ class VendorPlugin:
     """One plugin process on one node; ``start`` waits until it registered."""
 
     def __init__(self, driver: str, command: Sequence[str], folders: Sequence[str], node: str,
-                 node_folders: NodeFolders, kubeconfig: Path, bin_dir: Path, log: Path) -> None:
+                 node_folders: NodeFolders, kubeconfig: Path, bin_dir: Path, log: Path,
+                 extra: Mapping[str, str] | None = None, env: Sequence[tuple[str, str]] = ()) -> None:
         self.driver = driver
         self.node = node
         self.folders = node_folders
         self.values = {"node": node, "kubeconfig": str(kubeconfig), "registryDir": str(node_folders.registry_dir),
                        "pluginsDir": str(node_folders.plugins_dir), "cdiDir": str(node_folders.cdi_dir),
-                       "drakitBin": str(bin_dir)}
-        if any("{metricsPort}" in arg for arg in command):
+                       "drakitBin": str(bin_dir), "nodeDir": str(log.parent), **(extra or {})}
+        if any("{metricsPort}" in arg for arg in (*command, *(v for _, v in env))):
             self.values["metricsPort"] = str(procs.free_ports(1)[0])
         self.argv = render(command, self.values)
+        self.env = dict(zip((k for k, _ in env), render([v for _, v in env], self.values)))
         self.make = [Path(p) for p in render(folders, self.values)]
         self.log = log
         self.info: procs.ProcInfo | None = None
@@ -106,7 +111,8 @@ class VendorPlugin:
             stale.unlink(missing_ok=True)  # a stale one would look like a registration
         argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", _NAMESPACE_SCRIPT,
                 str(self.folders.cdi_dir), *self.argv]
-        popen, self.info = procs.spawn(f"plugin-{self.driver}-{self.node}", argv, self.log, die_with_parent=True)
+        env = {**os.environ, **self.env} if self.env else None
+        popen, self.info = procs.spawn(f"plugin-{self.driver}-{self.node}", argv, self.log, env=env, die_with_parent=True)
         self._popen = {popen.pid: popen}
         deadline = time.monotonic() + timeout
         while not self.registration_socket.is_socket():
@@ -129,3 +135,37 @@ class VendorPlugin:
 
     def alive(self) -> bool:
         return self.info is not None and procs.info_alive(self.info)
+
+
+class Controller:
+    """A driver's cluster-wide process (profile v2 ``controller``), started once per cluster:
+    placeholders ``{kubeconfig}``, ``{drakitBin}``, ``{binary}``, ``{profileDir}``, ``{nodeDir}``
+    (its log's folder), ``{metricsPort}``. ``start`` returns once it runs for a second."""
+
+    def __init__(self, command: Sequence[str], kubeconfig: Path, bin_dir: Path, log: Path,
+                 extra: Mapping[str, str] | None = None, env: Sequence[tuple[str, str]] = ()) -> None:
+        self.values = {"kubeconfig": str(kubeconfig), "drakitBin": str(bin_dir), "nodeDir": str(log.parent),
+                       **(extra or {})}
+        if any("{metricsPort}" in arg for arg in (*command, *(v for _, v in env))):
+            self.values["metricsPort"] = str(procs.free_ports(1)[0])
+        self.argv = render(command, self.values)
+        self.env = dict(zip((k for k, _ in env), render([v for _, v in env], self.values)))
+        self.log = log
+        self.info: procs.ProcInfo | None = None
+        self._popen: dict[int, object] = {}
+
+    def start(self, settle: float = 1.0) -> None:
+        popen, self.info = procs.spawn("driver-controller", self.argv, self.log,
+                                       env={**os.environ, **self.env}, die_with_parent=True)
+        self._popen = {popen.pid: popen}
+        time.sleep(settle)
+        if popen.poll() is not None:
+            tail = self.log.read_text(errors="replace").strip().splitlines()[-3:] if self.log.exists() else []
+            self.info = None
+            raise PluginStartError(f"the driver's controller exited (code {popen.returncode}): "
+                                   f"{' | '.join(tail) or '(no output)'} (log {self.log})")
+
+    def stop(self) -> None:
+        if self.info is not None:
+            procs.stop([self.info], timeout=10, popen=self._popen)  # type: ignore[arg-type]
+            self.info = None

@@ -63,6 +63,7 @@ class ClusterSession:
         self.logs_dir: Path | None = None  # the local control plane's component logs
         # driver suite (drivertarget): the vendor profile, ${inv.*} bound, the driver's local nodes
         self.vendor, self.bindings, self.driver_nodes = None, {}, None  # type: tuple[Any, dict[str, str], Any]
+        self.driver_logs: Any = None  # (driverlogs.DriverLogs, marks at the case's start): the driver suite
         self.log = CaseLog().__enter__()
 
     def inject_fault(self, node: str, device: str, kind: str, effect: str) -> None:
@@ -220,9 +221,13 @@ class ClusterSession:
         from .caselog import control_plane_lines
         mine = {(kind, self.names.text(name)) for kind, name, ns in self.created if ns is None}
         slices = [o for o in brief("ResourceSlice") if ("ResourceSlice", o.get("name")) in mine or "error" in o]
-        return self.names.incoming({"objects": brief("ResourceClaim") + brief("Pod") + slices, "events": events,  # type: ignore[no-any-return]
-                                    "driverAndNodeAgent": self.log.snapshot(),
-                                    "controlPlane": control_plane_lines(self.logs_dir, self.namespace)})
+        out = {"objects": brief("ResourceClaim") + brief("Pod") + slices, "events": events,
+               "driverAndNodeAgent": self.log.snapshot(),
+               "controlPlane": control_plane_lines(self.logs_dir, self.namespace)}
+        if self.driver_logs is not None:  # the driver's own output while the case ran
+            logs, marks = self.driver_logs
+            out["driverLog"] = logs.window(marks)
+        return self.names.incoming(out)  # type: ignore[no-any-return]
 
     def close(self, *, failed: bool) -> None:
         try:
@@ -329,7 +334,7 @@ class ClusterBackend:
             self.installed = install_fake_driver(self.api, image=opt("--drakit-driver-image"), drivers=drivers)
             self._stops.append(self.installed.remove)
         from .drivertarget import DriverSide
-        self.driver_side = DriverSide(self.api, vendor, local=self.main if self.local else None)
+        self.driver_side = DriverSide(self.api, vendor, local=self.main if self.local else None, out=opt("--drakit-out"))
         self._stops.append(self.driver_side.stop)  # before the cluster goes (last first)
 
     def _share(self, config: Any) -> None:

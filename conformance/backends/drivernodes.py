@@ -19,6 +19,7 @@ which it is.
 
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
 import time
@@ -26,7 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from .base import HarnessError
-from .driverreads import build_version, cdi_env
+from .driverlogs import DriverLogs
+from .drivernodereads import NodeReads
+from .driverreads import build_version
 
 COUNT = 2
 AGENT_SIDE = "drakit node agent (the kubelet's DRA role) on kwok nodes"
@@ -63,8 +66,8 @@ class _Node:
                 self.log_offset = 0
 
 
-class DriverNodes:
-    def __init__(self, target: Any, vendor: Any) -> None:
+class DriverNodes(NodeReads):
+    def __init__(self, target: Any, vendor: Any, logs_dir: Path | None = None) -> None:
         self.target = target
         self.vendor = vendor
         self.dut = vendor.under_test
@@ -72,6 +75,9 @@ class DriverNodes:
         self.runtime: Any = None
         self.root: Path | None = None
         self.classes: list[str] = []
+        self.logs = DriverLogs(logs_dir)
+        self.controller: Any = None  # clusters.local.vendorplugin.Controller
+        self.programs: dict[str, str] = {}  # plugin/controller -> the program {binary} names
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -97,6 +103,7 @@ class DriverNodes:
                 elif api.get("Node", node.name, None) is None:
                     api.create(fake_node(node.name, labels))
             self._wait_ready()
+            self._start_controller()
             for node in self.nodes.values():
                 self._start_node(node)
             for node in self.nodes.values():
@@ -127,7 +134,8 @@ class DriverNodes:
                        else NodeFolders(node.root / "registry", node.root / "plugins", node.root / "cdi"))
             cluster = self.target.cluster
             node.plugin = VendorPlugin(self.dut.driver, self.dut.plugin.command, self.dut.plugin.folders, node.name,
-                                       folders, cluster.kubeconfig, cluster.bin_dir, node.root / "plugin.log")
+                                       folders, cluster.kubeconfig, cluster.bin_dir, self.logs.path(f"{node.name}-plugin"),
+                                       extra=self._values(self.dut.plugin, "plugin"), env=self.dut.plugin.env)
             node.mark_log()
             try:
                 node.plugin.start()
@@ -155,6 +163,36 @@ class DriverNodes:
         node.local.start(timeout=15.0)
         node.agent = node.local.agent
         self._publish(node, inventory)
+
+    def _values(self, spec: Any, role: str) -> dict[str, str]:
+        """``{binary}`` (found or built: ``clusters.local.driverbuild``) and ``{profileDir}``."""
+        out = {"profileDir": spec.profile_dir or "."}
+        if spec.binary is None and not spec.builds:
+            return out
+        if role not in self.programs:
+            from drakit.clusters.local.driverbuild import DriverBuildError, build
+            try:
+                path, took = build(spec)
+            except DriverBuildError as exc:
+                raise HarnessError(f"the driver's {role} program: {exc}") from None
+            if took:
+                logging.getLogger("drakit.cluster").warning("built the driver's %s program %s in %.0f s", role, path, took)
+            self.programs[role] = str(path)
+        out["binary"] = self.programs[role]
+        return out
+
+    def _start_controller(self) -> None:
+        spec = self.dut.controller
+        if spec is None:
+            return
+        from drakit.clusters.local.vendorplugin import Controller, PluginStartError
+        cluster = self.target.cluster
+        self.controller = Controller(spec.command, cluster.kubeconfig, cluster.bin_dir, self.logs.path("controller"),
+                                     extra=self._values(spec, "controller"), env=spec.env)
+        try:
+            self.controller.start()
+        except (PluginStartError, KeyError) as exc:
+            raise HarnessError(str(exc)) from None
 
     def _publish(self, node: _Node, inventory: Any) -> None:
         """The fake driver's slices for the node, through the API (its controller side's job)."""
@@ -274,6 +312,9 @@ class DriverNodes:
                 api.delete("DeviceClass", name, None)
             except Exception:  # noqa: BLE001,S110
                 pass
+        if self.controller is not None:
+            self.controller.stop()
+            self.controller = None
         self.nodes.clear()
         if self.root is not None:
             shutil.rmtree(self.root, ignore_errors=True)
@@ -284,8 +325,15 @@ class DriverNodes:
     def describe(self) -> dict[str, Any]:
         how = "vendor plugin from the profile's command template" if self.dut.plugin is not None else \
             "drakit's fake driver" if self.vendor.fake else "not started (the profile gives no plugin command)"
-        return {"names": sorted(self.nodes), "plugin": how,
-                "nodeSide": KUBELET_SIDE if getattr(self, "real", False) else AGENT_SIDE}
+        out = {"names": sorted(self.nodes), "plugin": how,
+               "nodeSide": KUBELET_SIDE if getattr(self, "real", False) else AGENT_SIDE}
+        if self.programs:
+            out["programs"] = dict(self.programs)
+        if self.controller is not None:
+            out["controller"] = "started once for the cluster from the profile's controller command"
+        if self.logs.files():
+            out["logs"] = self.logs.files()
+        return out
 
     def published(self) -> dict[str, Any]:
         """What the driver's plugin says of itself on drakit's nodes: its registration (GetInfo
@@ -348,97 +396,6 @@ class DriverNodes:
                 except OSError:
                     marks[node.name] = 0
         return marks
-
-    def unprepare_errors(self, namespace: str, since: dict[str, int]) -> list[str]:
-        """The kubelet's failed unprepares for pods of ``namespace`` since ``since`` (its pod worker
-        logs "unprepare dynamic resources: ..." and retries 10-15 s later; kubelet 1.37.2 records
-        no event). Empty on agent nodes: drakit's node agent records FailedUnprepare events."""
-        found = []
-        for node in self.nodes.values():
-            if node.kubelet is None:
-                continue
-            try:
-                with node.kubelet_log().open("rb") as fh:
-                    fh.seek(since.get(node.name, 0))
-                    text = fh.read().decode(errors="replace")
-            except OSError:
-                continue
-            found += [f"{node.name}: {ln[-300:]}" for ln in text.splitlines()
-                      if "unprepare dynamic resources" in ln and f'pod="{namespace}/' in ln]
-        return found
-
-    def cdi_specs_naming(self, uid: str) -> list[str]:
-        found = []
-        for node in self.nodes.values():
-            folder = node.cdi_dir
-            if not folder.is_dir():
-                continue
-            for path in sorted(folder.iterdir()):
-                try:
-                    if uid in path.name or uid in path.read_text(errors="replace"):
-                        found.append(f"{node.name}:{path.name}")
-                except OSError:
-                    continue
-        return found
-
-    def container_record(self, namespace: str, pod_name: str, container: str) -> dict[str, Any] | None:
-        """What the fake CRI of the pod's (real kubelet) node recorded for the container: its
-        CDI devices, env and mounts (``containers.record``); None before it was created."""
-        pod = self.target.api.get("Pod", pod_name, namespace)
-        node = self.nodes.get((pod or {}).get("spec", {}).get("nodeName") or "")
-        if node is None:
-            return None
-        if node.kubelet is None:
-            raise HarnessError("what a container got is recorded on drakit's real kubelet nodes only (as root)")
-        from drakit.clusters.local.kubeletnode import containers_of, read_cri_record
-        from .containers import from_cri_event
-        found = containers_of(read_cri_record(node.kubelet.paths.cri_record), namespace, pod_name, container)
-        return from_cri_event(found[-1]) if found else None
-
-    def container_env(self, namespace: str, pod_name: str, container: str | None) -> dict[str, str] | None:
-        """The environment the CDI devices prepared for the pod's claims resolve to on its node
-        (what a CDI-aware runtime would give the container), or None before the pod is prepared."""
-        pod = self.target.api.get("Pod", pod_name, namespace)
-        if pod is None or (pod.get("spec") or {}).get("nodeName") not in self.nodes:
-            return None
-        node = self.nodes[pod["spec"]["nodeName"]]
-        if node.kubelet is not None:  # what the fake CRI recorded: the env the CDI devices resolved to
-            from drakit.clusters.local.kubeletnode import containers_of, read_cri_record
-            name = container or (pod["spec"].get("containers") or [{}])[0].get("name")
-            found = containers_of(read_cri_record(node.kubelet.paths.cri_record), namespace, pod_name, name)
-            if not found:
-                return None
-            from .containers import from_cri_event
-            rec = from_cri_event(found[-1])
-            return dict(str(kv).partition("=")[::2] for kv in rec["env"])
-        containers = pod["spec"].get("containers") or []
-        chosen = next((c for c in containers if container is None or c["name"] == container), None)
-        if chosen is None:
-            return None
-        used = {c["name"] for c in (chosen.get("resources") or {}).get("claims") or []}
-        names = {}
-        for ref in pod["spec"].get("resourceClaims") or []:
-            if ref["name"] in used:
-                name = ref.get("resourceClaimName") or next(
-                    (st.get("resourceClaimName") for st in (pod.get("status") or {}).get("resourceClaimStatuses") or []
-                     if st.get("name") == ref["name"]), None)
-                if name:
-                    names[ref["name"]] = name
-        infos = node.agent.claim_infos() if node.agent is not None else {}
-        ids: list[str] = []
-        for claim_name in names.values():
-            claim = self.target.api.get("ResourceClaim", claim_name, namespace)
-            info = infos.get(claim["metadata"]["uid"]) if claim else None
-            if info is None or not info.prepared:
-                return None
-            ids += [i for d in info.drivers.get(self.dut.driver, ()) for i in d.cdi_ids]
-        edits = cdi_env(node.cdi_dir)
-        env: dict[str, str] = {}
-        for cdi_id in ids:
-            for entry in edits.get(cdi_id, []):
-                key, _, value = entry.partition("=")
-                env[key] = value
-        return env
 
     def can_restart(self, component: str) -> bool:
         """A vendor plugin restarts as a process; drakit's fake driver runs in drakit's process,

@@ -34,8 +34,10 @@ LOCAL_ONLY = {"registration": "registration is seen on the nodes drakit runs (--
 
 
 class DriverSide:
-    def __init__(self, api: Any, vendor: Any, *, local: Any = None, pod_image: str | None = None) -> None:
+    def __init__(self, api: Any, vendor: Any, *, local: Any = None, pod_image: str | None = None,
+                 out: str | None = None) -> None:
         self.api = api
+        self.out = out  # the run's out folder: the driver's logs go to <out>/driver-logs
         self.vendor = vendor
         self.dut = vendor.under_test if vendor is not None else None
         self.local = local  # localtarget.LocalTarget when drakit runs the cluster
@@ -49,7 +51,8 @@ class DriverSide:
             return
         from .drivernodes import DriverNodes
         try:
-            self.nodes = DriverNodes(self.local, self.vendor)
+            from pathlib import Path
+            self.nodes = DriverNodes(self.local, self.vendor, Path(self.out) if self.out else None)
             self.nodes.start()
         except HarnessError as exc:
             self.start_error = str(exc)
@@ -112,6 +115,7 @@ class DriverSide:
         session.bindings = self.bindings(case)
         session.driver_nodes = self.nodes
         session.log_marks = self.nodes.log_marks() if self.nodes is not None else {}
+        session.driver_logs = (self.nodes.logs, self.nodes.logs.marks()) if self.nodes is not None else None
         session.container_env = functools.partial(container_env, session.api, session.namespace, self.nodes)
 
     def keep_to_driver_cases(self, case: Case) -> None:

@@ -130,28 +130,35 @@ def check_driver_registered(s: Session, body: dict[str, Any]) -> None:
                                 expected="registered", actual=detail)
 
 
-def expected_env(dut: Any, claim: dict[str, Any], request: str | None) -> dict[str, str]:
-    """The environment the profile says a container using ``claim`` (``request``) gets."""
-    name = claim["metadata"]["name"]
+def expected_env(dut: Any, claim: dict[str, Any], request: str | None, node: str = "") -> dict[str, Any]:
+    """The environment the profile says a container using ``claim`` (``request``) on ``node``
+    gets: a value is a string, or a compiled pattern its whole value must match."""
+    from drakit.fake_driver.envtemplate import EnvPattern, render, values_for
     results = [r for r in ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
                if r.get("driver") == dut.driver and (request is None or r["request"].partition("/")[0] == request)]
-
-    def ident(text: str) -> str:
-        return re.sub(r"[^A-Za-z0-9]", "_", text)
-    out: dict[str, str] = {}
+    out: dict[str, Any] = {}
     for r in results:
-        req = r["request"].partition("/")[0]
-        values = {"claim": name, "request": req, "device": r["device"], "claimId": ident(name),
-                  "requestId": ident(req), "deviceId": ident(r["device"]), "DEVICE": ident(r["device"]).upper()}
+        values = values_for(r, claim, node)
         for key, value in dut.container_env:
-            out[key.format_map(values)] = value.format_map(values)
+            out[render(key, values)] = value.regex(values) if isinstance(value, EnvPattern) else render(value, values)
     return out
+
+
+def _env_matches(want: Any, got: str | None) -> bool:
+    if got is None:
+        return False
+    return bool(want.fullmatch(got)) if isinstance(want, re.Pattern) else got == want
+
+
+def _shown(want: dict[str, Any]) -> dict[str, str]:
+    return {k: f"/{v.pattern}/" if isinstance(v, re.Pattern) else v for k, v in want.items()}
 
 
 def check_container_env(s: Session, body: dict[str, Any]) -> None:
     dut = _dut(s)
     claim = _claim(s, body["claim"])
-    want = expected_env(dut, claim, body.get("request"))
+    pod = s.get("Pod", body["pod"]) if hasattr(s, "get") else None
+    want = expected_env(dut, claim, body.get("request"), ((pod or {}).get("spec") or {}).get("nodeName") or "")
     if not want:
         raise HarnessError("the vendor profile declares no containerEnv for the driver under test, or the claim has "
                            "no device of it")
@@ -160,18 +167,18 @@ def check_container_env(s: Session, body: dict[str, Any]) -> None:
         raise HarnessError("this backend cannot see what a container got")
     got = reader(body["pod"], body.get("container"))
     if got is None:
-        raise ExpectationFailed(f"no record yet of what pod {body['pod']}'s container got", expected=want, actual=None)
+        raise ExpectationFailed(f"no record yet of what pod {body['pod']}'s container got", expected=_shown(want), actual=None)
     if body.get("absent"):
-        present = sorted(k for k, v in want.items() if got.get(k) == v)
+        present = sorted(k for k, v in want.items() if _env_matches(v, got.get(k)))
         if present:
             raise ExpectationFailed(f"container {body.get('container')} of pod {body['pod']} got the driver's CDI edits "
                                     f"{present[:3]} though it does not use the claim", expected="absent",
                                     actual={k: got[k] for k in present})
         return
-    missing = {k: v for k, v in want.items() if got.get(k) != v}
+    missing = {k: v for k, v in want.items() if not _env_matches(v, got.get(k))}
     if missing:
         raise ExpectationFailed(f"the container of pod {body['pod']} lacks the driver's CDI edits "
-                                f"{sorted(missing)[:3]}", expected=want, actual={k: got.get(k) for k in want})
+                                f"{sorted(missing)[:3]}", expected=_shown(want), actual={k: got.get(k) for k in want})
 
 
 def check_cdi_clean(s: Session, body: dict[str, Any]) -> None:

@@ -1,0 +1,106 @@
+"""What the driver checks read on the driver suite's nodes: the kubelet's failed unprepares, CDI
+specs left behind, and what a container got (a mixin of :class:`~.drivernodes.DriverNodes`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import HarnessError
+from .driverreads import cdi_env
+
+
+class NodeReads:
+    nodes: dict[str, Any]
+    target: Any
+    dut: Any
+
+    def unprepare_errors(self, namespace: str, since: dict[str, int]) -> list[str]:
+        """The kubelet's failed unprepares for pods of ``namespace`` since ``since`` (its pod worker
+        logs "unprepare dynamic resources: ..." and retries 10-15 s later; kubelet 1.37.2 records
+        no event). Empty on agent nodes: drakit's node agent records FailedUnprepare events."""
+        found = []
+        for node in self.nodes.values():
+            if node.kubelet is None:
+                continue
+            try:
+                with node.kubelet_log().open("rb") as fh:
+                    fh.seek(since.get(node.name, 0))
+                    text = fh.read().decode(errors="replace")
+            except OSError:
+                continue
+            found += [f"{node.name}: {ln[-300:]}" for ln in text.splitlines()
+                      if "unprepare dynamic resources" in ln and f'pod="{namespace}/' in ln]
+        return found
+
+    def cdi_specs_naming(self, uid: str) -> list[str]:
+        found = []
+        for node in self.nodes.values():
+            folder = node.cdi_dir
+            if not folder.is_dir():
+                continue
+            for path in sorted(folder.iterdir()):
+                try:
+                    if uid in path.name or uid in path.read_text(errors="replace"):
+                        found.append(f"{node.name}:{path.name}")
+                except OSError:
+                    continue
+        return found
+
+    def container_record(self, namespace: str, pod_name: str, container: str) -> dict[str, Any] | None:
+        """What the fake CRI of the pod's (real kubelet) node recorded for the container: its
+        CDI devices, env and mounts (``containers.record``); None before it was created."""
+        pod = self.target.api.get("Pod", pod_name, namespace)
+        node = self.nodes.get((pod or {}).get("spec", {}).get("nodeName") or "")
+        if node is None:
+            return None
+        if node.kubelet is None:
+            raise HarnessError("what a container got is recorded on drakit's real kubelet nodes only (as root)")
+        from drakit.clusters.local.kubeletnode import containers_of, read_cri_record
+        from .containers import from_cri_event
+        found = containers_of(read_cri_record(node.kubelet.paths.cri_record), namespace, pod_name, container)
+        return from_cri_event(found[-1]) if found else None
+
+    def container_env(self, namespace: str, pod_name: str, container: str | None) -> dict[str, str] | None:
+        """The environment the CDI devices prepared for the pod's claims resolve to on its node
+        (what a CDI-aware runtime would give the container), or None before the pod is prepared."""
+        pod = self.target.api.get("Pod", pod_name, namespace)
+        if pod is None or (pod.get("spec") or {}).get("nodeName") not in self.nodes:
+            return None
+        node = self.nodes[pod["spec"]["nodeName"]]
+        if node.kubelet is not None:  # what the fake CRI recorded: the env the CDI devices resolved to
+            from drakit.clusters.local.kubeletnode import containers_of, read_cri_record
+            name = container or (pod["spec"].get("containers") or [{}])[0].get("name")
+            found = containers_of(read_cri_record(node.kubelet.paths.cri_record), namespace, pod_name, name)
+            if not found:
+                return None
+            from .containers import from_cri_event
+            rec = from_cri_event(found[-1])
+            return dict(str(kv).partition("=")[::2] for kv in rec["env"])
+        containers = pod["spec"].get("containers") or []
+        chosen = next((c for c in containers if container is None or c["name"] == container), None)
+        if chosen is None:
+            return None
+        used = {c["name"] for c in (chosen.get("resources") or {}).get("claims") or []}
+        names = {}
+        for ref in pod["spec"].get("resourceClaims") or []:
+            if ref["name"] in used:
+                name = ref.get("resourceClaimName") or next(
+                    (st.get("resourceClaimName") for st in (pod.get("status") or {}).get("resourceClaimStatuses") or []
+                     if st.get("name") == ref["name"]), None)
+                if name:
+                    names[ref["name"]] = name
+        infos = node.agent.claim_infos() if node.agent is not None else {}
+        ids: list[str] = []
+        for claim_name in names.values():
+            claim = self.target.api.get("ResourceClaim", claim_name, namespace)
+            info = infos.get(claim["metadata"]["uid"]) if claim else None
+            if info is None or not info.prepared:
+                return None
+            ids += [i for d in info.drivers.get(self.dut.driver, ()) for i in d.cdi_ids]
+        edits = cdi_env(node.cdi_dir)
+        env: dict[str, str] = {}
+        for cdi_id in ids:
+            for entry in edits.get(cdi_id, []):
+                key, _, value = entry.partition("=")
+                env[key] = value
+        return env

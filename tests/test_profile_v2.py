@@ -1,0 +1,97 @@
+"""Profile v2: schema version, containerEnv templates and patterns, programs, configurations,
+controller; a v1 profile keeps loading as before."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from drakit.conformance.cases.driverchecks import expected_env
+from drakit.fake_driver.envtemplate import EnvPattern
+from drakit.fake_driver.profile import ProfileError, load_vendor_profile
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAD = "name: t\ndrivers: {gpu: gpu.t.example}\nclasses: {gpu: gpu.t.example}\n"
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "p.yaml"
+    p.write_text(text)
+    return p
+
+
+def test_v1_profiles_load_as_before() -> None:
+    upstream = load_vendor_profile(ROOT / "examples" / "upstream-test-driver.yaml")
+    assert upstream.version == 1
+    assert upstream.under_test.container_env == (("claim_{claimId}_{requestId}", "true"),)
+    assert upstream.under_test.plugin.binary is None and not upstream.under_test.plugin.builds
+    assert load_vendor_profile().version == 1  # the bundled fake drivers' profile
+
+
+@pytest.mark.parametrize("body, line, message", [
+    ("driverUnderTest:\n  plugin:\n    command: [x]\n    binary: x\n", 7, "driverUnderTest.plugin.binary: needs version: 2"),
+    ("driverUnderTest:\n  containerEnv:\n    A: {pattern: '.*'}\n", 6, "driverUnderTest.containerEnv.A: needs version: 2"),
+    ("driverUnderTest:\n  controller: {command: [x]}\n", 5, "driverUnderTest.controller: needs version: 2"),
+])
+def test_a_v2_field_in_a_v1_profile_is_one_line(tmp_path: Path, body: str, line: int, message: str) -> None:
+    with pytest.raises(ProfileError) as err:
+        load_vendor_profile(write(tmp_path, HEAD + body))
+    assert str(err.value) == f"{tmp_path / 'p.yaml'}:{line}: {message} at the top of the profile (a profile v2 field)"
+
+
+@pytest.mark.parametrize("env, message", [
+    ("'X_{device|shout}': '1'", "unknown transform 'shout'"),
+    ("'X': '{claimUid}'", "unknown placeholder {claimUid}"),
+    ("'X': {pattern: '([0-9'}", "not a regular expression"),
+    ("'X': 'a{b'", "a lone '{'"),
+])
+def test_bad_env_templates_are_one_line(tmp_path: Path, env: str, message: str) -> None:
+    with pytest.raises(ProfileError, match=re.escape(message)) as err:
+        load_vendor_profile(write(tmp_path, "version: 2\n" + HEAD + f"driverUnderTest:\n  containerEnv:\n    {env}\n"))
+    assert f"{tmp_path / 'p.yaml'}:7: driverUnderTest.containerEnv." in str(err.value)
+
+
+def test_env_templates_fill_uid_node_pool_and_transformed_device_names(tmp_path: Path) -> None:
+    p = write(tmp_path, "version: 2\n" + HEAD + """driverUnderTest:
+  containerEnv:
+    "DRA_CPUSET_{claimUID}": {pattern: '[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*'}
+    "GPU_{device|trimprefix:card-|upper}": "{node}/{pool}/{device}"
+    "CLAIM_{claimId}": "{namespace}.{claim}"
+    "LITERAL": "{{not a placeholder}}"
+""")
+    dut = load_vendor_profile(p).under_test
+    assert isinstance(dut.container_env[0][1], EnvPattern)
+    claim = {"metadata": {"name": "my-claim", "namespace": "ns", "uid": "4f1c"},
+             "status": {"allocation": {"devices": {"results": [
+                 {"request": "dev", "driver": "gpu.t.example", "pool": "n1", "device": "card-0"},
+                 {"request": "dev", "driver": "other.example", "pool": "n1", "device": "x"}]}}}}
+    want = expected_env(dut, claim, None, "node-1")
+    assert want["GPU_0"] == "node-1/n1/card-0" and want["CLAIM_my_claim"] == "ns.my-claim"
+    assert want["LITERAL"] == "{not a placeholder}"
+    cpuset = want["DRA_CPUSET_4f1c"]
+    assert cpuset.fullmatch("0-3,8") and not cpuset.fullmatch("all")
+
+
+def test_configurations_change_the_plugin_and_the_optional_behaviours(tmp_path: Path) -> None:
+    p = write(tmp_path, "version: 2\n" + HEAD + """driverUnderTest:
+  optional: [admin-access]
+  plugin:
+    binary: bin/plugin
+    command: ["{binary}", "--node={node}"]
+    env: {LOG: debug}
+  configurations:
+    - {name: default}
+    - {name: shared, args: ["--shared"], env: {MODE: shared}, optional: [admin-access, consumable-capacity]}
+""")
+    profile = load_vendor_profile(p)
+    assert [c.name for c in profile.under_test.configurations] == ["default", "shared"]
+    assert profile.under_test.plugin.profile_dir == str(tmp_path)
+    shared = profile.configured("shared").under_test
+    assert shared.plugin.command == ("{binary}", "--node={node}", "--shared")
+    assert dict(shared.plugin.env) == {"LOG": "debug", "MODE": "shared"}
+    assert shared.optional == ("admin-access", "consumable-capacity")
+    assert profile.configured("default").under_test.optional == ("admin-access",)
+    with pytest.raises(ProfileError, match="no configuration 'other' \\(known: default, shared\\)"):
+        profile.configured("other")

@@ -377,6 +377,12 @@ class CaseItem(pytest.Item):
             self._stop_interrupted(session)
         failure = outcome.failure
         status = outcome.status
+        extra: dict[str, Any] = {}
+        if status == "passed" and "driver" in self.case.features:  # what the case did with the driver
+            with contextlib.suppress(Exception):
+                done = session.driver_exercise()
+                if done:
+                    extra["exercised"] = done
         try:
             session.close(failed=status != "passed")
         except Exception as exc:  # noqa: BLE001 - the outcome stands; the cleanup failure is said too
@@ -384,7 +390,7 @@ class CaseItem(pytest.Item):
                 status = "error"
                 failure = {"summary": f"harness: cleaning up after the case failed: {_one_line(exc)}", "detail": "",
                            "yaml": None, "expected": None, "actual": None, "diff": None, "diagnostics": None}
-        self._record(outcome=status, steps=[s.to_json() for s in outcome.steps], failure=failure)
+        self._record(outcome=status, steps=[s.to_json() for s in outcome.steps], failure=failure, **extra)
         if status != "passed":
             raise CaseFailed(render_failure(self.case, failure or {}))
 

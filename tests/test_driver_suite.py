@@ -144,6 +144,11 @@ def test_a_run_that_never_exercised_the_driver_under_test_is_incomplete() -> Non
     rows = {r["id"]: r["status"] for r in section["behaviours"]}
     assert rows["allocation"] == "proven" and rows["plugin-restart"] == "finding" and rows["prepare"] == "not-run"
     assert section["exercised"] and section["version"] == "not published"
+    # a vendor's own driver case (no behaviour of the suite) that allocated and ran a pod with it
+    own = {**case("passed"), "features": ["driver"], "exercised": ["allocated", "ran a pod"]}
+    assert verdict(api_only + [own], VENDOR) == "pass"
+    assert verdict(api_only + [{**own, "exercised": []}], VENDOR) == "incomplete"
+    assert verdict(api_only + [{**own, "status": "failed", "profile": "optional"}], VENDOR) == "incomplete"
 
 
 def test_planted_faults_are_named_and_checked() -> None:

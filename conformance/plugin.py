@@ -15,6 +15,7 @@ case runs.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -263,8 +264,13 @@ class CaseFile(pytest.File):
         if loaded.errors:
             yield LoadErrorItem.from_parent(self, name=f"load-error[{display}]", errors=loaded.errors)
         backends = self.config.stash[_BACKENDS]["names"]
-        for case in loaded.cases:
-            for backend in backends:
+        vendor = self.config.stash[_VENDOR]
+        confs = [c.name for c in vendor.under_test.configurations] if vendor is not None and vendor.under_test else []
+        for plain in loaded.cases:
+            # profile v2 configurations: the driver suite's cases run once in each (``case@conf``)
+            variants = [dataclasses.replace(plain, id=f"{plain.id}@{c}", configuration=c) for c in confs] \
+                if confs and "driver" in plain.features else [plain]
+            for case, backend in ((v, b) for v in variants for b in backends):
                 if backend not in case.backends:
                     continue
                 item = CaseItem.from_parent(self, name=f"{case.id}[{backend}]", case=case, backend=backend)
@@ -277,6 +283,20 @@ class CaseFile(pytest.File):
                 if group is not None:
                     item.add_marker(pytest.mark.xdist_group(group))
                 yield item
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The driver suite's cases of each profile configuration together, in configuration order
+    (the driver's nodes restart with each configuration once); every other item keeps its place."""
+    slots = [i for i, it in enumerate(items) if isinstance(it, CaseItem) and it.case.configuration]
+    if not slots:
+        return
+    order: dict[str, int] = {}
+    for i in slots:
+        order.setdefault(items[i].case.configuration, len(order))  # type: ignore[attr-defined]
+    moved = sorted((items[i] for i in slots), key=lambda it: order[it.case.configuration])  # type: ignore[attr-defined]
+    for i, it in zip(slots, moved):
+        items[i] = it
 
 
 def cluster_group(case: Case, local: bool) -> str | None:
@@ -309,7 +329,8 @@ class CaseItem(pytest.Item):
         c = self.case
         data = {"id": c.id, "backend": self.backend, "title": c.title, "description": c.description,
                 "features": list(c.features), "profile": c.profile, "file": c.file, "line": c.line,
-                "steps": [], "failure": None, **({"behaviour": c.behaviour} if c.behaviour else {}), **extra}
+                "steps": [], "failure": None, **({"behaviour": c.behaviour} if c.behaviour else {}),
+                **({"configuration": c.configuration} if c.configuration else {}), **extra}
         self.user_properties.append(("drakit", json.dumps(bound_strings(data), sort_keys=True, default=str)))
 
     def _error(self, summary: str) -> CaseFailed:

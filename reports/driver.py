@@ -60,32 +60,42 @@ def driver_section(results: Mapping[str, Any]) -> dict[str, Any] | None:
     info: Mapping[str, Any] = next((b["driverUnderTest"] for b in (environment.get("backends") or {}).values()
                                     if isinstance(b, Mapping) and b.get("driverUnderTest")), {})
     name = info.get("name") or ", ".join((environment.get("vendor") or {}).get("drivers") or []) or "unknown"
-    rows = []
-    for bid, title in BEHAVIOURS:
-        mine = [c for c in cases if c.get("behaviour") == bid]
-        failing = [c for c in mine if c["status"] in ("failed", "error", "xfail")]
-        passing = [c for c in mine if c["status"] in _PASSING]
-        if failing:
-            optional = all(c.get("profile") == "optional" and c["status"] == "failed" for c in failing)
-            status = "finding" if optional else "error" if all(c["status"] == "error" for c in failing) else "failed"
-            reason = "; ".join(((c.get("failure") or {}).get("summary") or c["status"]).splitlines()[0] for c in failing)
-        elif passing:
-            status, reason = "proven", ""
-        elif mine:
-            status = "skipped"
-            reason = "; ".join(f"[{(c.get('skip') or {}).get('category', 'other')}] {(c.get('skip') or {}).get('message', '')}"
-                               for c in mine)
-        else:
-            if bid not in {b for b, _ in BEHAVIOURS[:10]}:
-                continue  # an optional behaviour no case of this run checks
-            status, reason = "not-run", "no case of this behaviour was run"
-        rows.append({"id": bid, "title": title, "status": status, "reason": reason,
-                     "cases": [f"{c['id']} [{c.get('backend', '-')}]" for c in mine]})
+    rows = [row for bid, title in BEHAVIOURS if (row := _row(bid, title, cases)) is not None]
     out = {"name": name, "version": info.get("version") or "not published", "exercised": exercised(cases),
            "behaviours": rows}
+    confs = list(dict.fromkeys(c["configuration"] for c in cases if c.get("configuration")))
+    if confs:  # profile v2 configurations side by side
+        out["configurations"] = []
+        for conf in confs:
+            mine = [c for c in cases if c.get("configuration") == conf]
+            out["configurations"].append({"name": conf, "exercised": exercised(mine), "statuses": {
+                bid: row["status"] for bid, title in BEHAVIOURS if (row := _row(bid, title, mine)) is not None}})
     if info.get("registration"):
         out["registration"] = info["registration"]
     return out
+
+
+def _row(bid: str, title: str, cases: list[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """One behaviour's status over ``cases`` (None: an optional behaviour no case checks)."""
+    mine = [c for c in cases if c.get("behaviour") == bid]
+    failing = [c for c in mine if c["status"] in ("failed", "error", "xfail")]
+    passing = [c for c in mine if c["status"] in _PASSING]
+    if failing:
+        optional = all(c.get("profile") == "optional" and c["status"] == "failed" for c in failing)
+        status = "finding" if optional else "error" if all(c["status"] == "error" for c in failing) else "failed"
+        reason = "; ".join(((c.get("failure") or {}).get("summary") or c["status"]).splitlines()[0] for c in failing)
+    elif passing:
+        status, reason = "proven", ""
+    elif mine:
+        status = "skipped"
+        reason = "; ".join(f"[{(c.get('skip') or {}).get('category', 'other')}] {(c.get('skip') or {}).get('message', '')}"
+                           for c in mine)
+    else:
+        if bid not in {b for b, _ in BEHAVIOURS[:10]}:
+            return None  # an optional behaviour no case of this run checks
+        status, reason = "not-run", "no case of this behaviour was run"
+    return {"id": bid, "title": title, "status": status, "reason": reason,
+            "cases": [f"{c['id']} [{c.get('backend', '-')}]" for c in mine]}
 
 
 def driver_reasons(cases: Iterable[Mapping[str, Any]], environment: Mapping[str, Any] | None) -> list[dict[str, Any]]:

@@ -146,9 +146,13 @@ def render_summary(results: Mapping[str, Any], *, color: bool, matrix: bool = Tr
                   + ("" if driver["exercised"] else ": NOT EXERCISED (no case allocated, prepared or ran anything of it)")]
         if driver.get("registration"):
             lines.append(f"  plugin registration: {clean_text(driver['registration'])}")
+        confs = driver.get("configurations") or []
+        if confs:
+            lines.append("  configurations: " + ", ".join(clean_text(k["name"]) for k in confs))
         for row in driver["behaviours"]:
             why = f": {first_line(clean_text(row['reason']))}" if row["reason"] else ""
-            lines.append(f"  {row['status']:8} {row['title']}{why}")
+            per = (" [" + " | ".join(k["statuses"].get(row["id"], "not-run") for k in confs) + "]") if confs else ""
+            lines.append(f"  {row['status']:8} {row['title']}{per}{why}")
 
     summary = results["summary"]
     totals = ", ".join(_paint(f"{summary[s]} {s}", s, color and summary[s] > 0) for s in STATUSES)

@@ -246,3 +246,26 @@ def test_a_missing_version_says_why_the_metrics_gave_none() -> None:
     assert version_from_metrics(with_port, seen) == seen["buildVersionError"]
     assert "no plugin.metricsPath" in version_from_metrics(PluginSpec(("drv",)), {})
     assert "no {metricsPort}" in version_from_metrics(PluginSpec(("drv",), metrics_path="/metrics"), {})
+
+
+def test_configurations_are_side_by_side_in_the_driver_section() -> None:
+    from drakit.reports.text import render_summary
+    cases = [{**case("passed", "allocation"), "id": "driver/allocation@default", "configuration": "default"},
+             {**case("passed", "allocation"), "id": "driver/allocation@shared", "configuration": "shared"},
+             {**case("passed", "prepare"), "id": "driver/prepare@default", "configuration": "default"},
+             {**case("failed", "prepare"), "id": "driver/prepare@shared", "configuration": "shared"}]
+    section = driver_section({"cases": cases, "environment": VENDOR})
+    assert [k["name"] for k in section["configurations"]] == ["default", "shared"]
+    assert section["configurations"][0]["statuses"]["prepare"] == "proven"
+    assert section["configurations"][1]["statuses"]["prepare"] == "failed"
+    assert {r["id"]: r["status"] for r in section["behaviours"]}["prepare"] == "failed"
+    from drakit.reports import validate_results
+    import json
+    fixture = json.loads((Path(__file__).parent / "fixtures" / "results" / "all-passed.json").read_text())
+    fixture["driver"] = section
+    validate_results(fixture)
+    text = render_summary({**fixture, "driver": section}, color=False)
+    assert "configurations: default, shared" in text and "[proven | failed]" in text
+    from drakit.reports.html import render_html
+    page = render_html({**fixture, "driver": section})
+    assert 'data-configuration="shared"' in page and '<td class="dr-failed">failed</td>' in page

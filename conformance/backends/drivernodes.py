@@ -76,6 +76,8 @@ class DriverNodes(NodeReads):
         self.root: Path | None = None
         self.classes: list[str] = []
         self.logs = DriverLogs(logs_dir)
+        confs = self.dut.configurations
+        self.log_prefix = f"{confs[0].name}-" if len(confs) == 1 else ""  # profile v2: the running configuration
         self.controller: Any = None  # clusters.local.vendorplugin.Controller
         self.programs: dict[str, str] = {}  # plugin/controller -> the program {binary} names
 
@@ -134,7 +136,7 @@ class DriverNodes(NodeReads):
                        else NodeFolders(node.root / "registry", node.root / "plugins", node.root / "cdi"))
             cluster = self.target.cluster
             node.plugin = VendorPlugin(self.dut.driver, self.dut.plugin.command, self.dut.plugin.folders, node.name,
-                                       folders, cluster.kubeconfig, cluster.bin_dir, self.logs.path(f"{node.name}-plugin"),
+                                       folders, cluster.kubeconfig, cluster.bin_dir, self.logs.path(f"{self.log_prefix}{node.name}-plugin"),
                                        extra=self._values(self.dut.plugin, "plugin"), env=self.dut.plugin.env)
             node.mark_log()
             try:
@@ -187,7 +189,7 @@ class DriverNodes(NodeReads):
             return
         from drakit.clusters.local.vendorplugin import Controller, PluginStartError
         cluster = self.target.cluster
-        self.controller = Controller(spec.command, cluster.kubeconfig, cluster.bin_dir, self.logs.path("controller"),
+        self.controller = Controller(spec.command, cluster.kubeconfig, cluster.bin_dir, self.logs.path(f"{self.log_prefix}controller"),
                                      extra=self._values(spec, "controller"), env=spec.env)
         try:
             self.controller.start()

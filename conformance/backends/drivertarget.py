@@ -38,8 +38,10 @@ class DriverSide:
                  out: str | None = None) -> None:
         self.api = api
         self.out = out  # the run's out folder: the driver's logs go to <out>/driver-logs
+        self.base = vendor  # the profile as written; self.vendor: as the current configuration runs it
         self.vendor = vendor
         self.dut = vendor.under_test if vendor is not None else None
+        self.configuration: str | None = None
         self.local = local  # localtarget.LocalTarget when drakit runs the cluster
         self.pod_image = pod_image or "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"
         self.nodes: Any = None  # drivernodes.DriverNodes, started on first use
@@ -63,7 +65,18 @@ class DriverSide:
             self.nodes.stop()
             self.nodes = None
 
+    def _configure(self, name: str | None) -> None:
+        """Profile v2 configurations: the driver's nodes restart with the case's configuration."""
+        if name == self.configuration or self.base is None:
+            return
+        self.stop()
+        self.start_error = None
+        self.vendor = self.base.configured(name) if name else self.base
+        self.dut = self.vendor.under_test
+        self.configuration = name
+
     def unmet(self, case: Case) -> tuple[str, str] | None:
+        self._configure(case.configuration)
         if self.dut is None:
             return ("not-applicable", "the vendor profile names no driver under test")
         if case.behaviour in _OPTIONAL and case.behaviour not in self.dut.optional:
@@ -131,7 +144,9 @@ class DriverSide:
         slices carry the version)."""
         if self.dut is None:
             return {}
-        if any("driver" in getattr(getattr(i, "case", None), "features", ()) for i in items):
+        first = next((i.case for i in items if "driver" in getattr(getattr(i, "case", None), "features", ())), None)
+        if first is not None:
+            self._configure(first.configuration)
             self._ensure_nodes()
             if self.nodes is not None:
                 self.nodes.wait_for_slices()
@@ -158,6 +173,8 @@ class DriverSide:
                 f"; {version_from_metrics(self.dut.plugin, seen)})" if self.nodes is not None else ")")
         out: dict[str, Any] = {"name": self.dut.driver, "version": version, "role": self.dut.role,
                                "deviceClass": self.dut.class_name, "publishedSlices": len(slices)}
+        if self.base is not None and self.base.under_test is not None and self.base.under_test.configurations:
+            out["configurations"] = [c.name for c in self.base.under_test.configurations]
         if seen.get("registration"):
             reg = seen["registration"]
             out["registration"] = (f"GetInfo: {reg['name']}, serving {', '.join(reg['supportedVersions'])} "

@@ -79,6 +79,7 @@ class Case:
     unresolved: tuple[str, ...] = ()        # placeholders the vendor profile does not define
     behaviour: str | None = None            # driver suite: the contract behaviour it proves
     inventory: Inventory | None = None      # driver suite: devices bound at setup (${inv.*})
+    configuration: str | None = None        # driver suite: the vendor profile's configuration it runs in
 
     def excerpt(self, line: int, context: int = 3) -> dict[str, Any]:
         start = max(self.line, line - context)

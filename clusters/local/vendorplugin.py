@@ -16,8 +16,9 @@ Placeholders: ``{node}`` (the node name), ``{kubeconfig}`` (an admin kubeconfig 
 folder, the parent of ``<pluginsDir>/<driver>``), ``{cdiDir}`` (the node's CDI folder) and
 ``{drakitBin}`` (drakit's binary cache, where ``drakit cluster build`` puts upstream's test
 driver), ``{binary}`` (the program profile v2's ``binary``, ``goInstall`` or ``source`` names:
-``driverbuild``), ``{profileDir}`` (the profile's folder), ``{nodeDir}`` (a folder of the node
-for the plugin's own files) and ``{metricsPort}`` (a free TCP port on 127.0.0.1, for the plugin's metrics). A plugin
+``driverbuild``), ``{profileDir}`` (the profile's folder), ``{nodeDir}`` (a folder for the
+plugin's own files), ``{kubeletDir}`` (the kubelet's root dir, the parent of ``{registryDir}``,
+for drivers that take ``--kubelet-root-dir``) and ``{metricsPort}`` (a free TCP port on 127.0.0.1, for the plugin's metrics). A plugin
 is ready when a registration socket naming its driver is in the registry: ``<driver>-reg.sock``,
 or ``<driver>-<uid>-reg.sock`` as plugins name it for rolling updates.
 """
@@ -79,7 +80,8 @@ class VendorPlugin:
         self.folders = node_folders
         self.values = {"node": node, "kubeconfig": str(kubeconfig), "registryDir": str(node_folders.registry_dir),
                        "pluginsDir": str(node_folders.plugins_dir), "cdiDir": str(node_folders.cdi_dir),
-                       "drakitBin": str(bin_dir), "nodeDir": str(log.parent), **(extra or {})}
+                       "drakitBin": str(bin_dir), "nodeDir": str(log.parent),
+                       "kubeletDir": str(node_folders.registry_dir.parent), **(extra or {})}
         if any("{metricsPort}" in arg for arg in (*command, *(v for _, v in env))):
             self.values["metricsPort"] = str(procs.free_ports(1)[0])
         self.argv = render(command, self.values)
@@ -105,7 +107,8 @@ class VendorPlugin:
     def start(self, timeout: float = 30.0) -> None:
         if not shutil.which("unshare"):
             raise PluginStartError("starting a vendor plugin needs unshare (util-linux) on PATH")
-        for d in (self.folders.registry_dir, self.folders.plugins_dir, self.folders.cdi_dir, *self.make):
+        for d in (self.folders.registry_dir, self.folders.plugins_dir, self.folders.cdi_dir, Path(self.values["nodeDir"]),
+                  *self.make):
             d.mkdir(parents=True, exist_ok=True)
         for stale in (self.folders.registry_dir / f"{self.driver}-reg.sock", *self._rolling()):
             stale.unlink(missing_ok=True)  # a stale one would look like a registration

@@ -137,7 +137,8 @@ class DriverNodes(NodeReads):
             cluster = self.target.cluster
             node.plugin = VendorPlugin(self.dut.driver, self.dut.plugin.command, self.dut.plugin.folders, node.name,
                                        folders, cluster.kubeconfig, cluster.bin_dir, self.logs.path(f"{self.log_prefix}{node.name}-plugin"),
-                                       extra=self._values(self.dut.plugin, "plugin"), env=self.dut.plugin.env)
+                                       extra={**self._values(self.dut.plugin, "plugin"), "nodeDir": str(node.root / "plugin")},
+                                       env=self.dut.plugin.env)
             node.mark_log()
             try:
                 node.plugin.start()

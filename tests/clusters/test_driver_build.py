@@ -71,3 +71,26 @@ def test_source_is_built_once_and_again_after_an_edit(tmp_path: Path, monkeypatc
     (checkout / "cmd" / "hello" / "main.go").write_text("package main\n\nfunc main() { undefined() }\n")
     with pytest.raises(driverbuild.DriverBuildError, match="failed \\(exit 1\\).*undefined"):
         driverbuild.build(spec)
+
+
+@pytest.mark.skipif(shutil.which("go") is None, reason="needs the go command")
+def test_the_docs_example_profile_loads_and_builds_its_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/guide/driver.md's complete example, as written: it loads, and its plugin is built
+    from a checkout where the example says (a stand-in module at ../my-gpu-driver)."""
+    import re
+    page = (Path(__file__).resolve().parents[2] / "docs" / "guide" / "driver.md").read_text()
+    example = re.search(r"```yaml\n(version: 2\b.*?)```", page, re.S)
+    assert example, "the page's complete example is gone"
+    (tmp_path / "docs").mkdir()
+    p = tmp_path / "docs" / "my-gpu.yaml"
+    p.write_text(example.group(1))
+    checkout = tmp_path / "my-gpu-driver"
+    (checkout / "cmd" / "kubelet-plugin").mkdir(parents=True)
+    (checkout / "go.mod").write_text("module example.com/my-gpu-driver\n\ngo 1.22\n")
+    (checkout / "cmd" / "kubelet-plugin" / "main.go").write_text(MAIN % "plugin")
+    monkeypatch.setenv("DRAKIT_CACHE", str(tmp_path / "cache"))
+    profile = load_vendor_profile(p)
+    dut = profile.under_test
+    assert profile.version == 2 and [c.name for c in dut.configurations] == ["default", "shared"]
+    path, took = driverbuild.build(dut.plugin)
+    assert took > 0 and subprocess.run([path], capture_output=True, text=True).stdout == "plugin\n"

@@ -114,8 +114,8 @@ def _literal(kind: str, value: Any) -> str:
 
 def selector(device: Published, devices: list[Published]) -> str | None:
     """A CEL expression true for ``device`` alone among ``devices``: one of its attribute values
-    no other device has, else the fewest values that together single it out (strings first), or
-    None when no combination does."""
+    no other device has, else a pair, else its values less those not needed to single it out
+    (strings kept longest), or None when not even all of them together do."""
     others = [d for d in devices if (d.node, d.pool, d.device) != (device.node, device.pool, device.device)]
     usable = sorted((v for v in device.values if v[1] != "version"), key=lambda v: (v[1] != "string", v[0]))
 

@@ -230,26 +230,8 @@ class ClusterSession:
         return self.names.incoming(out)  # type: ignore[no-any-return]
 
     def driver_exercise(self) -> list[str]:
-        """What the case did with the driver under test: ``allocated`` (a claim of the case got a
-        device of it) and ``ran a pod`` (a pod using such a claim runs: the kubelet had the driver
-        prepare it). A vendor's own driver case that did either counts as exercising the driver."""
-        dut = getattr(self.vendor, "under_test", None)
-        if dut is None:
-            return []
-        claims = {c["metadata"]["name"] for c in self.list("ResourceClaim")
-                  if any(r.get("driver") == dut.driver for r in (((c.get("status") or {}).get("allocation") or {})
-                                                                  .get("devices") or {}).get("results") or [])}
-        if not claims:
-            return []
-        done = ["allocated"]
-        for pod in self.list("Pod"):
-            st = pod.get("status") or {}
-            used = {x.get("resourceClaimName") for x in st.get("resourceClaimStatuses") or []} | {
-                r.get("resourceClaimName") for r in (pod.get("spec") or {}).get("resourceClaims") or []}
-            if st.get("phase") == "Running" and used & claims:
-                done.append("ran a pod")
-                break
-        return done
+        from .drivertarget import driver_exercise
+        return driver_exercise(self)
 
     def close(self, *, failed: bool) -> None:
         try:

@@ -221,3 +221,26 @@ def container_env(api: Any, namespace: str, nodes: Any, pod: str, container: str
     except Exception:  # noqa: BLE001 - not running yet, or no log: the expect step retries
         return None
     return dict(line.partition("=")[::2] for line in str(text).splitlines() if "=" in line)
+
+
+def driver_exercise(session: Any) -> list[str]:
+    """What the case did with the driver under test: ``allocated`` (a claim of the case got a
+    device of it) and ``ran a pod`` (a pod using such a claim runs: the kubelet had the driver
+    prepare it). A vendor's own driver case that did either counts as exercising the driver."""
+    dut = getattr(session.vendor, "under_test", None)
+    if dut is None:
+        return []
+    claims = {c["metadata"]["name"] for c in session.list("ResourceClaim")
+              if any(r.get("driver") == dut.driver for r in (((c.get("status") or {}).get("allocation") or {})
+                                                              .get("devices") or {}).get("results") or [])}
+    if not claims:
+        return []
+    done = ["allocated"]
+    for pod in session.list("Pod"):
+        st = pod.get("status") or {}
+        used = {x.get("resourceClaimName") for x in st.get("resourceClaimStatuses") or []} | {
+            r.get("resourceClaimName") for r in (pod.get("spec") or {}).get("resourceClaims") or []}
+        if st.get("phase") == "Running" and used & claims:
+            done.append("ran a pod")
+            break
+    return done

@@ -53,16 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--shard-lock", default=None, metavar="NAMESPACE/NAME",
                      help="cluster backend with --shard: the Lease the shards share so that cluster-wide cases run "
                           "alone (default: $DRAKIT_SHARD_LOCK, else default/drakit-shard-lock)")
-    run.add_argument("--in-cluster", action="store_true",
-                     help="run the cases inside the cluster (--kubeconfig): one Job per shard (--shards), results "
-                          "brought back from their logs and merged; everything created is deleted at the end")
-    run.add_argument("--shards", type=int, default=2, metavar="N", help="--in-cluster: how many Jobs (default: 2)")
-    run.add_argument("--image", default=None, help="--in-cluster: the drakit image (default: drakit/fake-driver:<version>, "
-                                                   "'drakit image build')")
-    run.add_argument("--keep", action="store_true", help="--in-cluster: leave the run's namespace and RBAC in place")
-    run.add_argument("--sonobuoy", action="store_true", help="as a sonobuoy plugin: the reports in a tarball in "
-                     "$SONOBUOY_RESULTS_DIR and its 'done' file (see 'drakit sonobuoy-plugin'); exit 0 once handed over")
-    run.add_argument("--emit-results", action="store_true", help=argparse.SUPPRESS)  # a shard in a pod: progress and results in its log
+    from .incluster.run import add_run_options
+    add_run_options(run)  # --in-cluster, --shards, --image, --keep, --host-network, --sonobuoy
     run.add_argument("-q", "--quiet", action="store_true", help="no progress and no matrix: print only failures and the verdict")
     run.add_argument("-v", "--verbose", action="store_true", help="one line per case")
     run.add_argument("--plain", action="store_true",

@@ -90,11 +90,14 @@ IN_CLUSTER = "in-cluster"
 def in_cluster_kubeconfig(environ: Mapping[str, str], account: Path = SERVICE_ACCOUNT) -> Path | None:
     """Inside a pod (``KUBERNETES_SERVICE_HOST`` set, the service account's token mounted): a
     kubeconfig of context ``in-cluster`` naming the API server, the account's CA file and token
-    file (read by the client, never copied), written to the private key folder; else None."""
+    file (read by the client, never copied), written to the private key folder; else None.
+    ``$DRAKIT_API_SERVER`` names the server instead of the ``kubernetes`` Service (a host-network
+    pod on a cluster without a Service proxy: ``drakit run --in-cluster --host-network``)."""
     host, port = environ.get("KUBERNETES_SERVICE_HOST"), environ.get("KUBERNETES_SERVICE_PORT", "443")
     if not host or not (account / "token").is_file():
         return None
-    server = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
+    server = environ.get("DRAKIT_API_SERVER") or (f"https://[{host}]:{port}" if ":" in host
+                                                  else f"https://{host}:{port}")
     data = {"apiVersion": "v1", "kind": "Config", "current-context": IN_CLUSTER,
             "clusters": [{"name": IN_CLUSTER, "cluster": {"server": server,
                                                           "certificate-authority": str(account / "ca.crt")}}],

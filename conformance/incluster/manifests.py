@@ -101,9 +101,11 @@ def case_files(files: Sequence[tuple[str, str]], run_id: str) -> tuple[dict[str,
 
 
 def shard_job(run_id: str, index: int, count: int, image: str, args: Sequence[str],
-              items: list[dict[str, str]] | None) -> dict[str, Any]:
+              items: list[dict[str, str]] | None, api_server: str | None = None) -> dict[str, Any]:
     """The Job of shard ``index`` of ``count``: ``drakit run --backend cluster --shard i/N`` with
-    the pod's service account, its results and progress in its log (``frames``), one try."""
+    the pod's service account, its results and progress in its log (``frames``), one try.
+    *api_server*: the pod runs in the node's network and reaches the API server there (a
+    cluster whose pods have no route to the ``kubernetes`` Service, as drakit's local one)."""
     ns = namespace_of(run_id)
     labels = {RUN_LABEL: run_id, SHARD_LABEL: str(index)}
     command = ["drakit", "run", "--backend", "cluster", "--shard", f"{index}/{count}", "--out", OUT, "--plain",
@@ -133,6 +135,9 @@ def shard_job(run_id: str, index: int, count: int, image: str, args: Sequence[st
                                        "labelSelector": {"matchLabels": {RUN_LABEL: run_id}}}],
         "containers": [container], "volumes": volumes,
     }
+    if api_server:
+        pod_spec.update({"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet"})
+        container["env"].append({"name": "DRAKIT_API_SERVER", "value": api_server})
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": _meta(f"drakit-shard-{index}", run_id, ns,
                                                                          **{SHARD_LABEL: str(index)}),
             "spec": {"backoffLimit": 0, "completions": 1, "parallelism": 1,

@@ -41,7 +41,7 @@ class ShardState:
 class InCluster:
     def __init__(self, api: Any, run_id: str, count: int, image: str, args: Sequence[str],
                  files: Sequence[tuple[str, str]] | None, *, say: Callable[[str], None],
-                 start_timeout: float = 300.0) -> None:
+                 start_timeout: float = 300.0, api_server: str | None = None) -> None:
         self.api = api
         self.run_id = run_id
         self.count = count
@@ -50,6 +50,7 @@ class InCluster:
         self.files = files
         self.say = say
         self.start_timeout = start_timeout
+        self.api_server = api_server  # host-network shards reach the API server here
         self.namespace = m.namespace_of(run_id)
         self.shards = [ShardState(i) for i in range(1, count + 1)]
         self.created: list[dict[str, Any]] = []
@@ -67,7 +68,8 @@ class InCluster:
             items = cm.pop("items")
             objs.append(cm)
             args += paths
-        objs += [m.shard_job(self.run_id, s.index, self.count, self.image, args, items) for s in self.shards]
+        objs += [m.shard_job(self.run_id, s.index, self.count, self.image, args, items, self.api_server)
+                 for s in self.shards]
         return objs
 
     def create(self) -> None:
@@ -182,6 +184,14 @@ class InCluster:
                                   ("rbac.authorization.k8s.io/v1", "ClusterRole"), ("v1", "Namespace")):
             res = self.api.resource(api_version, kind)
             attempt(f"{kind} {self.namespace}", lambda res=res: res.delete(name=self.namespace))
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:  # namespaces take a while (their contents go first)
+            try:
+                if not self.leftovers():
+                    break
+            except Exception:  # noqa: BLE001 - asked again below, and said
+                pass
+            time.sleep(1.0)
         return problems
 
     def leftovers(self) -> list[str]:

@@ -15,6 +15,23 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 MAX_SHARDS = 64
 
 
+def add_run_options(run: argparse.ArgumentParser) -> None:
+    """The options of ``drakit run`` for a run in the cluster and for a shard or plugin in a pod."""
+    run.add_argument("--in-cluster", action="store_true",
+                     help="run the cases inside the cluster (--kubeconfig): one Job per shard (--shards), results "
+                          "brought back from their logs and merged; everything created is deleted at the end")
+    run.add_argument("--shards", type=int, default=2, metavar="N", help="--in-cluster: how many Jobs (default: 2)")
+    run.add_argument("--image", default=None, help="--in-cluster: the drakit image (default: drakit/fake-driver:<version>, "
+                                                   "'drakit image build')")
+    run.add_argument("--keep", action="store_true", help="--in-cluster: leave the run's namespace and RBAC in place")
+    run.add_argument("--host-network", action="store_true",
+                     help="--in-cluster: shard pods in the nodes' network, reaching the API server at the kubeconfig's "
+                          "address (clusters whose pods cannot reach the kubernetes Service: drakit's local cluster)")
+    run.add_argument("--sonobuoy", action="store_true", help="as a sonobuoy plugin: the reports in a tarball in "
+                     "$SONOBUOY_RESULTS_DIR and its 'done' file (see 'drakit sonobuoy-plugin'); exit 0 once handed over")
+    run.add_argument("--emit-results", action="store_true", help=argparse.SUPPRESS)  # a shard in a pod: progress and results in its log
+
+
 def default_image() -> str:
     from drakit.fake_driver.deploy import DEFAULT_IMAGE
     return DEFAULT_IMAGE  # the offline-built image: drakit, its Python, the suites
@@ -89,15 +106,25 @@ def run_in_cluster(args: argparse.Namespace) -> int:
     from .orchestrate import InCluster
     run_id = uuid.uuid4().hex[:8]
     say = _sayer()
-    run = InCluster(api, run_id, args.shards, args.image or default_image(), shard_args(args), files, say=say)
+    server = str(api.api_client.configuration.host) if args.host_network else None
+    run = InCluster(api, run_id, args.shards, args.image or default_image(), shard_args(args), files, say=say,
+                    api_server=server)
     interrupted: str | None = None  # SIGINT/SIGTERM: drakit.conformance.interrupt raises KeyboardInterrupt
     started = time.monotonic()
     try:
         try:
             run.create()
-            last = ""
+            last, failures = "", 0
             while not run.finished():
-                run.poll()
+                try:
+                    run.poll()
+                    failures = 0
+                except KeyboardInterrupt:
+                    raise
+                except Exception:  # noqa: BLE001 - the API server may blink; a minute of it ends the run
+                    failures += 1
+                    if failures * POLL_SECONDS > 60:
+                        raise
                 line = run.progress_line()
                 if line != last:
                     say(f"drakit: {line}")

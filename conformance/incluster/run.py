@@ -24,6 +24,8 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--image", default=None, help="--in-cluster: the drakit image (default: drakit/fake-driver:<version>, "
                                                    "'drakit image build')")
     run.add_argument("--keep", action="store_true", help="--in-cluster: leave the run's namespace and RBAC in place")
+    run.add_argument("--start-timeout", type=float, default=300.0, metavar="SECONDS",
+                     help="--in-cluster: a shard whose pod has not started by then is lost (default: 300)")
     run.add_argument("--host-network", action="store_true",
                      help="--in-cluster: shard pods in the nodes' network, reaching the API server at the kubeconfig's "
                           "address (clusters whose pods cannot reach the kubernetes Service: drakit's local cluster)")
@@ -108,7 +110,7 @@ def run_in_cluster(args: argparse.Namespace) -> int:
     say = _sayer()
     server = str(api.api_client.configuration.host) if args.host_network else None
     run = InCluster(api, run_id, args.shards, args.image or default_image(), shard_args(args), files, say=say,
-                    api_server=server)
+                    api_server=server, start_timeout=args.start_timeout)
     interrupted: str | None = None  # SIGINT/SIGTERM: drakit.conformance.interrupt raises KeyboardInterrupt
     started = time.monotonic()
     try:

@@ -151,3 +151,23 @@ def test_two_shards_with_the_in_cluster_rbac_equal_the_whole_run(local_cluster: 
     plain = [s for _, s in seen if "n1" in s]  # core/pools' cluster-wide cases: plain names, alone
     assert plain and not any(n.startswith(("s1-", "s2-")) for s in plain for n in s), plain[:3]
     assert problems == [] and run.leftovers() == []
+
+
+def test_shards_that_never_start_make_the_run_incomplete_and_leave_nothing(local_cluster: Any, tmp_path: Path) -> None:
+    """On the local cluster without container nodes (kwok nodes only, which shard pods avoid) the
+    real API server takes the run's objects (strict field validation), the shard pods stay
+    Pending, both shards are lost after --start-timeout, and everything is deleted."""
+    started = time.monotonic()
+    res = drakit("run", "--in-cluster", "--shards", "2", str(CASE_FILES[0]), "--kubeconfig", str(local_cluster.kubeconfig),
+                 "--start-timeout", "8", "--out", "out", cwd=tmp_path, timeout=600)
+    out = res.stdout + res.stderr
+    assert res.returncode == 1, out
+    assert "created namespace drakit-" in out and "shards: 1/2 pending, 2/2 pending" in out
+    for i in (1, 2):
+        assert f"shard {i}/2 lost: its pod did not start within 8 s" in out
+    assert "verdict INCOMPLETE: no shard brought results back" in out
+    assert "deleted everything the run created" in out, out
+    assert not (tmp_path / "out" / "results.json").exists()
+    assert time.monotonic() - started < 300
+    api = _api(local_cluster.kubeconfig)
+    assert not [n for n in api.list("Namespace", None) if n["metadata"]["name"].startswith("drakit-")]

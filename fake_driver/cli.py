@@ -55,6 +55,12 @@ def add_parsers(subparsers: Any) -> None:
     serve.add_argument("--hardware-label", default=None, metavar="LABEL",
                        help="emulate the shape named by this label of the node, when the node has it "
                             "(else --hardware); needs --in-cluster or --kubeconfig")
+    serve.add_argument("--idle-without-devices", action="store_true",
+                       help="when the node's hardware has no device of --driver, wait for SIGTERM without serving "
+                            "(a DaemonSet's pod on such a node) instead of exiting with an error")
+    serve.add_argument("--ready-file", type=Path, default=None,
+                       help="create this file once the kubelet has registered the plugin (or, idle, at once) and "
+                            "remove it on exit: a readiness probe's 'test -f'")
     serve.add_argument("--state-dir", type=Path, default=None,
                        help="checkpoint folder (default: the driver's plugin data folder)")
     serve.add_argument("--sync-journal", action="store_true",
@@ -186,6 +192,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise ValueError("--claims and --in-cluster/--kubeconfig exclude each other")
         kube = _kube(args) if args.in_cluster or args.kubeconfig else None
         inventory = _inventory(_node_hardware(kube, args), args.node)
+        if args.idle_without_devices and args.driver not in inventory.drivers:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            return _idle(args, inventory)
         config = PluginConfig(driver=args.driver, node=args.node,
                               plugin_dir=args.plugin_dir.absolute(),
                               registry_dir=args.registry_dir.absolute(),
@@ -239,11 +249,40 @@ def cmd_serve(args: argparse.Namespace) -> int:
           f"{plugin.dra_socket} (registration {plugin.registration_socket})", flush=True)
     try:
         while not done.wait(0.5):
-            pass
+            if args.ready_file is not None and plugin.server.registered.is_set():
+                _ready(args.ready_file, True)
     finally:
         if api_publisher is not None:
             api_publisher.stop()
         plugin.stop()
+        if args.ready_file is not None:
+            _ready(args.ready_file, False)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return EXIT_OK
+
+
+def _ready(path: Path, ready: bool) -> None:
+    if not ready:
+        path.unlink(missing_ok=True)
+    elif not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+
+
+def _idle(args: argparse.Namespace, inventory: Any) -> int:
+    """``--idle-without-devices`` on a node without the driver's hardware: ready, serving nothing."""
+    done = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: done.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    print(f"drakit driver: {args.driver} has no devices on node {args.node} (drivers there: "
+          f"{', '.join(inventory.drivers) or 'none'}); idle until stopped", flush=True)
+    try:
+        if args.ready_file is not None:
+            _ready(args.ready_file, True)
+        done.wait()
+    finally:
+        if args.ready_file is not None:
+            _ready(args.ready_file, False)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return EXIT_OK

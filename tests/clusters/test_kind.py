@@ -129,8 +129,10 @@ def test_manifests_in_apply_order_with_the_fixed_commands() -> None:
         "drakit", "driver", "serve", "--driver", ACME, "--node", "$(NODE_NAME)", "--hardware", "small-1gpu",
         "--hardware-label", "drakit.dev/fake-hardware", "--plugin-dir", "/var/lib/kubelet/plugins", "--registry-dir", "/var/lib/kubelet/plugins_registry",
         "--cdi-dir", "/var/run/cdi", "--state-dir", f"/var/lib/kubelet/plugins/{ACME}/state",
-        "--device-metadata", "--in-cluster",
+        "--device-metadata", "--in-cluster", "--idle-without-devices", "--ready-file", "/tmp/ready",
     ]
+    assert c["readinessProbe"]["exec"]["command"] == ["test", "-f", "/tmp/ready"]
+    assert {m["mountPath"]: m["name"] for m in c["volumeMounts"]}["/tmp"] == "tmp"  # an emptyDir: the root is read-only
     assert c["env"] == [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]
     host = {v["name"]: v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v}
     assert sorted(host.values()) == sorted([f"/var/lib/kubelet/plugins/{ACME}",

@@ -116,11 +116,23 @@ def _describe(parser: argparse.ArgumentParser) -> None:
 
 @last_resort
 def main(argv: Sequence[str] | None = None) -> int:
+    if _command(sys.argv[1:] if argv is None else argv) == "run":
+        # before anything slow (the parser imports every command's modules): a signal from the
+        # first instant is recorded and the run stops once its cases are collected, writing
+        # results that count every selected case as not run (conformance.interrupt)
+        from .interrupt import INTERRUPTS
+        INTERRUPTS.install()
+        INTERRUPTS.hold()
     try:
         return _dispatch(argv)
     except KeyboardInterrupt:  # Ctrl-C in a command without its own handling: one line, no traceback
         print("drakit: interrupted", file=sys.stderr)
         return 130
+
+
+def _command(argv: Sequence[str]) -> str | None:
+    """The subcommand of a command line (its first word that is not an option), before parsing."""
+    return next((a for a in argv if not a.startswith("-")), None)
 
 
 def _dispatch(argv: Sequence[str] | None) -> int:

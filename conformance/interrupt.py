@@ -33,6 +33,7 @@ class Interrupts:
         self.phase: str | None = None   # the phase it came in
         self.current = "start-up"
         self._shielded = 0
+        self._holding = False
         self._installed: dict[int, Any] = {}
         self._announce_fd: int | None = None
         self._repeats = 0
@@ -71,6 +72,7 @@ class Interrupts:
         self.signal = self.phase = None
         self.current = "start-up"
         self._repeats = 0
+        self._holding = False
 
     def enter(self, phase: str) -> None:
         """The run moved on to *phase* (one of :data:`PHASES`). From ``teardown`` on, a signal is
@@ -87,6 +89,21 @@ class Interrupts:
             yield
         finally:
             self._shielded -= 1
+
+    def hold(self) -> None:
+        """From now until :meth:`release`, a first signal is recorded, not raised: ``drakit run``
+        holds it from its first instant until its cases are collected, so that a signal in the
+        first seconds still stops the run before its first case, with every selected case
+        counted as not run in the results it writes."""
+        self._holding = True
+
+    def release(self) -> None:
+        """End :meth:`hold`; a signal recorded meanwhile is raised now (outside a shield)."""
+        if not self._holding:
+            return
+        self._holding = False
+        if self.signal is not None and not self._shielded and self.current != "teardown":
+            raise KeyboardInterrupt(self.signal)
 
     def say(self, text: str) -> None:
         """A line on the real stderr (when installed with *announce*), even while pytest captures."""
@@ -108,7 +125,7 @@ class Interrupts:
         self.signal, self.phase = name, self.current
         self._say(f"drakit: {name}: stopping the run; cleaning up what drakit started "
                   f"(further signals are ignored until that is done)")
-        if not self._shielded and self.current != "teardown":
+        if not self._shielded and not self._holding and self.current != "teardown":
             raise KeyboardInterrupt(name)
 
 

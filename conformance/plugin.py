@@ -192,6 +192,20 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return None
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The cases are collected (and the results collector knows them): a signal ``drakit run``
+    held since its start stops the run here, before its first case."""
+    INTERRUPTS.release()
+
+
+@pytest.hookimpl(trylast=True, optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """The same on an xdist controller, which collects nothing itself: a worker's collection
+    names the run's cases."""
+    INTERRUPTS.release()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Stop what the backends started (clusters, fake nodes, an installed driver) before the

@@ -1,0 +1,75 @@
+"""A signal in the first seconds of ``drakit run`` never loses the run (issue 25): from the moment
+drakit can catch it, a SIGINT or SIGTERM leaves results.json, junit.xml and report.html with
+verdict INCOMPLETE, the interrupted reason counting every selected case (finished or not run),
+a line saying where they are, and exit 130/143.
+
+Before: a signal in the first ~2 s left nothing and printed nothing; at 1.5-3 s the 'not run'
+count covered only the cases collected so far ('0 of 7'). The moments are measured from when
+the process first catches SIGTERM (Python does not by default: that is drakit's own handler),
+read from ``/proc/PID/status``."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from drakit.conformance.cases.finder import find_case_files
+from drakit.conformance.cases.loader import load_file
+from drakit.fake_driver.profile import load_profile
+from tests.interrupting import EXIT, run_and_signal
+
+SUITES = Path(__file__).resolve().parents[2] / "conformance" / "suites"
+
+
+def _selection() -> int:
+    """The bundled cases a reference run selects, counted without drakit run."""
+    profile = load_profile()
+    return sum(1 for f in find_case_files([SUITES]) for c in load_file(f, profile).cases if "reference" in c.backends)
+
+
+def _catches_sigterm(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    caught = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), 16)
+    return bool(caught >> (signal.SIGTERM - 1) & 1)
+
+
+def _moment(delay: float):  # type: ignore[no-untyped-def]
+    """When the process has caught SIGTERM for *delay* seconds."""
+    since: list[float] = []
+
+    def when(out: str, err: str, tdir: Path, pid: int) -> bool:
+        if not since and _catches_sigterm(pid):
+            since.append(time.monotonic())
+        return bool(since) and time.monotonic() - since[0] >= delay
+    return when
+
+
+MOMENTS = [  # (signal, seconds after drakit's handler is in, workers)
+    (signal.SIGTERM, 0.0, "0"), (signal.SIGINT, 0.0, "0"), (signal.SIGINT, 1.0, "0"),
+    (signal.SIGTERM, 2.0, "0"), (signal.SIGTERM, 1.0, "2"),
+]
+
+
+@pytest.mark.parametrize(("sig", "delay", "workers"), MOMENTS,
+                         ids=[f"{s.name}-{d}s-n{w}" for s, d, w in MOMENTS])
+def test_an_early_signal_still_writes_an_honest_incomplete_run(tmp_path: Path, sig: signal.Signals, delay: float,
+                                                              workers: str) -> None:
+    got = run_and_signal(["-n", workers], tmp_path, sig, _moment(delay), with_pid=True)
+    assert got.returncode == EXIT[sig], got.explain()
+    assert "Traceback" not in got.stdout + got.stderr, got.explain()
+    assert got.results is not None, "no results.json" + got.explain()
+    for name in ("junit.xml", "report.html"):
+        assert (tmp_path / "out" / name).exists(), name
+    assert got.results["verdict"]["result"] == "incomplete", got.explain()
+    reason = got.reason("interrupted")
+    assert reason is not None and reason["signal"] == sig.name, got.explain()
+    finished = got.results["summary"]["total"]
+    assert finished + reason["count"] == _selection(), reason["message"]
+    assert f"drakit: wrote {tmp_path / 'out' / 'results.json'}" in got.stdout, got.explain()
+    assert f"drakit: interrupted by {sig.name}: verdict incomplete" in got.stderr, got.explain()

@@ -67,12 +67,21 @@ def merge_shards(parts: Sequence[tuple[str, Mapping[str, Any]]], lost: Mapping[i
     seen: dict[tuple[str, str], int] = {}
     cases: list[dict[str, Any]] = []
     doubled: list[dict[str, str]] = []
-    for _source, results in parts:
+    first_start = min(_time(r["run"]["startedAt"]) for _s, r in parts)
+    for (_source, results), (_p, plan) in zip(parts, plans):
+        # the timeline of the merged run: each shard's lanes named after it, on the run's clock
+        shift = (_time(results["run"]["startedAt"]) - first_start).total_seconds()
         for case in results["cases"]:
             key = (case["id"], case["backend"])
             seen[key] = seen.get(key, 0) + 1
             if seen[key] == 1:
-                cases.append(dict(case))
+                case = dict(case)
+                if isinstance(case.get("timeline"), dict):
+                    tl = case["timeline"]
+                    case["timeline"] = {"worker": f"shard {plan['index']} {tl.get('worker', 'main')}",
+                                        **{p: [round(s + shift, 3), round(e + shift, 3)]
+                                           for p in ("setup", "call", "teardown") if (span := tl.get(p)) for s, e in [span]}}
+                cases.append(case)
             elif seen[key] == 2:
                 doubled.append({"id": key[0], "backend": key[1]})
     rank = {f["id"]: i for i, f in enumerate(parts[0][1]["features"])}

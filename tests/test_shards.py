@@ -75,6 +75,10 @@ def test_merged_shards_equal_the_unsharded_run(runs: Path) -> None:
     assert merged["verdict"]["result"] == full["verdict"]["result"] == "pass"
     assert merged["summary"] == full["summary"]
     assert [s["index"] for s in merged["run"]["merged"]["shards"]] == [1, 2]
+    # the timeline: each shard's lanes are its own, on the merged run's clock
+    assert {c["timeline"]["worker"] for c in merged["cases"]} == {"shard 1 main", "shard 2 main"}
+    assert all(span[1] <= merged["run"]["wallSeconds"] + 1.0 for c in merged["cases"]
+               for p in ("setup", "call", "teardown") if (span := c["timeline"].get(p)))
     assert "shard" not in merged["run"]
     junit = (runs / "merged" / "junit.xml").read_text()
     assert junit.count("<testcase ") == len(full["cases"])

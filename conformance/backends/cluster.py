@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import time
 import uuid
 from pathlib import Path
@@ -277,7 +278,7 @@ def _run_id(text: str | None) -> str | None:
 
 
 def _label(text: str) -> str:
-    value = text.replace("/", ".")[:63].strip("-_.")
+    value = re.sub(r"[^A-Za-z0-9_.-]", ".", text)[:63].strip("-_.")  # ids hold / and @ (configurations)
     return value or "case"
 
 

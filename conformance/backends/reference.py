@@ -9,6 +9,7 @@ publishes on a real cluster.
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any, Mapping
 
 from ..spec.case import Case
@@ -24,7 +25,7 @@ REFERENCE_VERSION = "v1.37 (drakit reference allocator)"
 
 
 def case_namespace(case_id: str) -> str:
-    slug = case_id.replace("/", "-")[:40].strip("-")
+    slug = re.sub(r"[^a-z0-9-]+", "-", case_id.lower())[:40].strip("-")  # ids may hold / and @ (configurations)
     return f"dra-{slug}-{hashlib.sha256(case_id.encode()).hexdigest()[:6]}"
 
 

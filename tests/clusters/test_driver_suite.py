@@ -19,7 +19,8 @@ from drakit.clusters.local.pytest_fixture import skip_or_fail, skip_reason
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "conformance" / "suites" / "driver"
-UPSTREAM = ROOT / "examples" / "upstream-test-driver.yaml"
+UPSTREAM = ROOT / "examples" / "upstream-test-driver.yaml"  # a v1 profile: v1 keeps working
+UPSTREAM_V2 = ROOT / "examples" / "upstream-test-driver-v2.yaml"  # profile v2, two configurations
 EXAMPLE = ROOT / "examples" / "vendor-example.yaml"
 SEVEN = ("registration", "slices", "allocation", "prepare", "pod-env", "unprepare", "reuse")
 
@@ -76,6 +77,26 @@ def test_upstream_test_driver_passes_with_its_leak_as_a_finding(tmp_path: Path) 
     env = results["environment"]["backends"]["cluster"]["driverUnderTest"]
     assert env["nodes"]["plugin"].startswith("vendor plugin")
     print(f"node side: {env['nodes']['nodeSide']}")
+
+
+def test_upstream_test_driver_in_two_configurations_side_by_side(tmp_path: Path) -> None:
+    if not (build.bin_dir() / "dra-test-driver").is_file():
+        skip_or_fail("dra-test-driver not built; run 'drakit cluster build'")
+    code, results, text, wall = run_suite(tmp_path, "--vendor", str(UPSTREAM_V2))
+    print(f"driver suite vs upstream's test driver in two configurations, cluster start included: {wall:.1f} s")
+    assert code == 0 and results["verdict"]["result"] == "pass", text[-4000:]
+    confs = results["driver"]["configurations"]
+    assert [k["name"] for k in confs] == ["four-devices", "two-devices"] and all(k["exercised"] for k in confs)
+    for k in confs:
+        assert all(k["statuses"][b] == "proven" for b in (*SEVEN, "several-pods", "admin-access")), k
+    ids = {c["id"] for c in results["cases"]}
+    assert {"driver/prepare@four-devices", "driver/prepare@two-devices"} <= ids
+    assert all(c.get("configuration") for c in results["cases"])
+    # each configuration's plugin ran as it says (its log kept in the out folder), and the v2
+    # containerEnv template ({claim|ident}) matched the driver's CDI edits (pod-env proven)
+    logs = tmp_path / "out" / "driver-logs"
+    assert "--num-devices 2" in (logs / "two-devices-drakit-driver-1-plugin.log").read_text()
+    assert "--num-devices" not in (logs / "four-devices-drakit-driver-1-plugin.log").read_text()
 
 
 # fault -> exactly the cases it fails (fake_driver/planted.py says why). Pods are deleted

@@ -39,8 +39,13 @@ def add_parsers(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from drakit.clusters.images.build import ImageBuildError, build_images
+    from drakit.clusters.images.build import IMAGES, ImageBuildError, build_images
 
+    unknown = [name for name in args.only if name not in IMAGES]
+    if unknown or not args.only:
+        print(f"drakit image build: unknown image(s) {', '.join(unknown) or '(none given)'}: known are "
+              f"{', '.join(IMAGES)}", file=sys.stderr)
+        return EXIT_USAGE
     started = time.monotonic()
     say = (lambda m: print(f"image build: {m}", file=sys.stderr, flush=True)) if args.json else \
         (lambda m: print(f"image build: {m}", flush=True))

@@ -158,3 +158,10 @@ def test_drakit_imports_nothing_the_image_trims() -> None:
     assert not hits, f"modules the image does not ship are imported: {hits}"
     # the check itself sees a trimmed import
     assert any(m.startswith("cel_expr_python.ext") for m, _ in used)
+
+
+def test_image_build_refuses_unknown_names_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from drakit.conformance.cli import main
+    assert main(["image", "build", "--only", "pause,bogus"]) == 2
+    err = capsys.readouterr().err
+    assert err == "drakit image build: unknown image(s) bogus: known are pause, busybox, driver\n"

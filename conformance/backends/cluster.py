@@ -353,9 +353,9 @@ class ClusterBackend:
 
     def teardown_note(self) -> str | None:
         """What :meth:`close` is about to stop, for the console (None: nothing to wait for)."""
-        if not self._stops:
-            return None
-        return "stopping " + ("the local clusters and their fake nodes" if self.local else "the installed fake driver")
+        if self.local:
+            return "stopping the local clusters and their fake nodes" if self._stops else None
+        return "stopping the installed fake driver" if getattr(self, "installed", None) is not None else None
 
     def close(self) -> None:
         """Undo what the backend started (installed driver, alternate and main local clusters),

@@ -55,6 +55,9 @@ def _parser() -> argparse.ArgumentParser:
                           "alone (default: $DRAKIT_SHARD_LOCK, else default/drakit-shard-lock)")
     from .incluster.run import add_run_options
     add_run_options(run)  # --in-cluster, --shards, --image, --keep, --host-network, --sonobuoy
+    run.add_argument("--case-timeout", default=None, metavar="SECONDS",
+                     help="the time budget of every case, e.g. 90s or 5m (default: sized from each case's steps, "
+                          "or its timeBudget); a case over it is an error and the run goes on")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress and no matrix: print only failures and the verdict")
     run.add_argument("-v", "--verbose", action="store_true", help="one line per case")
     run.add_argument("--plain", action="store_true",
@@ -175,11 +178,34 @@ def _workers(args: argparse.Namespace) -> str:
     """``-n auto`` on the reference backend alone runs serially: its cases take milliseconds,
     and each worker's start (imports, CEL engine, caches built again) costs more than it saves
     (the bundled suites on 2 cores: 7 CPU-seconds serial, 16 with two workers). A number given
-    is used as given."""
+    is used as given up to :func:`max_workers`, said in one line when capped."""
     workers = str(args.workers)
     if workers in ("auto", "logical") and [b.strip() for b in args.backend.split(",") if b.strip()] == ["reference"]:
         return "0"
+    cap, why = max_workers()
+    if workers.isdigit() and int(workers) > cap:
+        print(f"drakit run: -n {int(workers):,}: running {cap} workers, the most this machine can run ({why})",
+              file=sys.stderr)
+        return str(cap)
     return workers
+
+
+def max_workers() -> tuple[int, str]:
+    """The most workers a run starts, and why: 4 per CPU core drakit may use (a worker on a
+    shared cluster mostly waits), and no more than 1 per 300 MiB of available memory (a
+    worker's interpreter with its caches)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    memory = None
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            memory = next(int(line.split()[1]) << 10 for line in f if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError):
+        pass
+    by_cores = 4 * cores
+    by_memory = max(1, memory // (300 << 20)) if memory is not None else by_cores
+    if by_memory < by_cores:
+        return by_memory, f"1 per 300 MiB of the {memory >> 20:,} MiB of memory available"
+    return by_cores, f"4 per CPU core, {cores} core{'s' if cores != 1 else ''}"
 
 
 def _check_run_options(args: argparse.Namespace) -> str | None:
@@ -197,6 +223,12 @@ def _check_run_options(args: argparse.Namespace) -> str | None:
         parse_gates(args.feature_gates)
     except ValueError as exc:
         return f"--feature-gates: {exc}"
+    if args.case_timeout is not None:
+        from .plugin import seconds_option
+        try:
+            seconds_option(args.case_timeout)
+        except ValueError as exc:
+            return f"--case-timeout: {exc}"
     if args.shard is not None:
         from .shards import parse_shard
         try:
@@ -277,6 +309,8 @@ def _run(args: argparse.Namespace) -> int:
         pytest_args += ["--drakit-keep-on-failure"]
     if args.max_case_size:
         pytest_args += ["--drakit-max-case-size", args.max_case_size]
+    if args.case_timeout:
+        pytest_args += ["--drakit-case-timeout", args.case_timeout]
     if args.keyword:
         pytest_args += ["-k", args.keyword]
     if args.markexpr:

@@ -26,7 +26,8 @@ import pytest
 from .cases.loader import MAX_BYTES, CaseIds, LoadResult, load_file, parse_size
 from .spec.case import Case
 from .spec.needs import vendor_unmet
-from .cases.runner import run_case
+from .cases.budget import CaseOverBudget, budget_of, time_budget
+from .cases.runner import Outcome, run_case
 from .casedirs import pytest_collect_directory  # noqa: F401 - a hook of this plugin (the folder collector)
 from .errors import LoadError
 from .features import FEATURES, parse_gates
@@ -79,9 +80,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--drakit-shard-lock", default=None, metavar="NAMESPACE/NAME",
                 help="cluster backend, --drakit-shard i/N: the Lease the run's shards share to keep cluster-wide "
                      "cases alone (default: $DRAKIT_SHARD_LOCK, else default/drakit-shard-lock)")
+    g.addoption("--drakit-case-timeout", default=None, type=seconds_option, metavar="SECONDS",
+                help="the time budget of every case, overriding its own and the default sized from its steps")
     g.addoption("--drakit-handle-signals", action="store_true",
                 help="SIGINT/SIGTERM stop the cases, clean up what drakit started and record the run as "
                      "interrupted (drakit run sets it; see conformance.interrupt)")
+
+
+def seconds_option(text: str) -> float:
+    """``90``, ``90s``, ``5m``, ``1h`` -> seconds (at most a day)."""
+    import re
+    m = re.fullmatch(r"([0-9]{1,6}(?:\.[0-9]+)?)(s|m|h)?", text.strip())
+    seconds = float(m.group(1)) * {"s": 1, "m": 60, "h": 3600, None: 1}[m.group(2)] if m else 0.0
+    if not 0 < seconds <= 24 * 3600:
+        raise ValueError(f"{text!r} is not a time budget (e.g. 90, 90s, 5m; at most 24h)")
+    return seconds
 
 
 def feature_marker(feature_id: str) -> str:
@@ -393,8 +406,13 @@ class CaseItem(pytest.Item):
             if INTERRUPTS.interrupted:  # the signal broke the set-up: the case did not run
                 raise KeyboardInterrupt(INTERRUPTS.signal) from None
             raise self._error(f"harness: setting up the case failed: {_one_line(exc)}") from None
+        seconds, how = budget_of(self.case, self.backend, self.config.getoption("--drakit-case-timeout"))
         try:
-            outcome = run_case(self.case, session)
+            with time_budget(seconds, how):
+                outcome = run_case(self.case, session)
+        except CaseOverBudget as exc:  # ran over while the runner was reporting a failure
+            outcome = Outcome("error", [], {"summary": str(exc), "detail": "", "yaml": None, "expected": None,
+                                            "actual": None, "diff": None, "diagnostics": None})
         except KeyboardInterrupt:  # SIGINT/SIGTERM: remove the case's objects, then stop the run
             self._stop_interrupted(session)
         except Exception as exc:  # noqa: BLE001 - a bug in the runner: the case is an error, never lost

@@ -187,7 +187,10 @@ def client_configuration(target: KubeTarget) -> Any:
     from kubernetes import config as kconfig
     from kubernetes.client import Configuration
 
+    from .execplugin import FAILURES, install
+    install()  # an exec plugin answers within its budget or is stopped, and dies with drakit
     cfg = Configuration()
+    FAILURES.clear()
     try:
         kconfig.load_kube_config(config_file=target.config_file, context=target.context,  # type: ignore[no-untyped-call]
                                  client_configuration=cfg, persist_config=False, temp_file_path=str(_key_dir()))
@@ -197,4 +200,6 @@ def client_configuration(target: KubeTarget) -> Any:
         shown = redact({"message": text[:200]})[0].get("message", "")
         raise KubeconfigError(f"kubeconfig {', '.join(map(str, target.files))}: context {target.context!r}: "
                               f"{type(exc).__name__}: {shown}") from None
+    if FAILURES:  # the client only logged it
+        raise KubeconfigError(f"kubeconfig {', '.join(map(str, target.files))}: context {target.context!r}: {FAILURES[-1]}")
     return cfg

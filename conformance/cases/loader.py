@@ -272,6 +272,7 @@ def _load_case(doc: Any, file: str, start: int, end: int, source: tuple[str, ...
         nodes=nodes, install_classes=bool(hw.get("classes", True)), steps=steps, file=file, line=start,
         end_line=end, source=source, needs=derive_needs(doc, start), unresolved=unresolved,
         behaviour=doc.get("behaviour"), inventory=_inventory(doc, file, start),
+        time_budget=_duration(doc, ("timeBudget",), file, start) if "timeBudget" in doc else None,
     )
 
 

@@ -18,6 +18,7 @@ from .nodechecks import NODE_CHECKS
 
 CHECKS = {**_CASE_CHECKS, **NODE_CHECKS, **DRIVER_CHECKS}
 from ..spec.case import Case, Step
+from .budget import CaseOverBudget
 from .placeholders import substitute_runtime
 
 DEFAULT_WITHIN = 60.0
@@ -73,6 +74,10 @@ def run_case(case: Case, session: Session, *, clock: Callable[[], float] = time.
             rec.status = "error"
             rec.duration = clock() - t0
             return _failed(case, session, records, _Failure(step.line, f"harness: {exc}", status="error"))
+        except CaseOverBudget as exc:  # the case stops at this step: an error naming the budget
+            rec.status = "error"
+            rec.duration = clock() - t0
+            return _failed(case, session, records, _Failure(step.line, str(exc), status="error"))
         except Exception as exc:  # a bug in drakit: report it with the trace, never lose the result
             rec.status = "error"
             rec.duration = clock() - t0

@@ -80,6 +80,7 @@ class Case:
     behaviour: str | None = None            # driver suite: the contract behaviour it proves
     inventory: Inventory | None = None      # driver suite: devices bound at setup (${inv.*})
     configuration: str | None = None        # driver suite: the vendor profile's configuration it runs in
+    time_budget: float | None = None        # seconds (timeBudget:); None: sized from the steps (cases.budget)
 
     def excerpt(self, line: int, context: int = 3) -> dict[str, Any]:
         start = max(self.line, line - context)

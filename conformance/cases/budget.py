@@ -1,0 +1,72 @@
+"""A time budget per case: a case over it stops where it is and is an error naming the budget;
+the run goes on and its results are kept.
+
+The default is sized from the case's own steps and backend (:func:`budget_of`): the reference
+backend runs a case in milliseconds, so a case that takes half a minute there is runaway input
+(3,000 pods, a thousand unschedulable claims); a cluster waits for real, so its budget adds the
+case's own ``advance`` and ``within`` times. A case may set its own (``timeBudget: 5m``), and
+``drakit run --case-timeout`` sets it for every case (it wins over both).
+
+The budget is enforced with ``SIGALRM`` in the main thread (where pytest, and each xdist worker,
+runs the cases): :class:`CaseOverBudget` is raised wherever the case is, and the runner turns
+it into the case's error at the step it reached. Elsewhere (a thread) no budget applies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from typing import Any, Iterator
+
+from ..spec.case import Case
+
+BASE = {"reference": 30.0, "cluster": 120.0}
+PER_STEP = {"reference": 0.05, "cluster": 15.0}
+HOW_TO_RAISE = "raise it with 'timeBudget:' in the case or 'drakit run --case-timeout'"
+
+
+class CaseOverBudget(BaseException):
+    """The case ran over its time budget (a BaseException: no ``except Exception`` of the code
+    the case was in swallows it)."""
+
+
+def budget_of(case: Case, backend: str, override: float | None = None) -> tuple[float, str]:
+    """(seconds, how they were arrived at) for *case* on *backend*."""
+    if override is not None:
+        return override, "--case-timeout"
+    if case.time_budget is not None:
+        return case.time_budget, "the case's timeBudget"
+    kind = backend if backend in BASE else "cluster"
+    seconds = BASE[kind] + PER_STEP[kind] * len(case.steps)
+    how = f"{BASE[kind]:g} s + {PER_STEP[kind]:g} s a step on the {kind} backend"
+    if kind == "cluster":
+        waits = sum((s.seconds or 0.0) + (s.within or 0.0) for s in case.steps)
+        if waits:
+            seconds += waits
+            how += f" + its {waits:g} s of advance/within"
+    return seconds, how
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g} s" if value < 120 else f"{value:,.0f} s"
+
+
+@contextlib.contextmanager
+def time_budget(seconds: float, how: str) -> Iterator[None]:
+    """Raise :class:`CaseOverBudget` in this (main) thread once *seconds* have passed."""
+    if seconds <= 0 or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def over(signum: int, frame: Any) -> None:
+        raise CaseOverBudget(f"timeout: the case ran over its time budget of {_seconds(seconds)} ({how}); "
+                             f"{HOW_TO_RAISE}")
+
+    previous = signal.signal(signal.SIGALRM, over)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

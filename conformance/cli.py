@@ -224,7 +224,7 @@ def _check_run_options(args: argparse.Namespace) -> str | None:
     except ValueError as exc:
         return f"--feature-gates: {exc}"
     if args.case_timeout is not None:
-        from .plugin import seconds_option
+        from .cases.budget import seconds_option
         try:
             seconds_option(args.case_timeout)
         except ValueError as exc:

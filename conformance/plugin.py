@@ -26,7 +26,8 @@ import pytest
 from .cases.loader import MAX_BYTES, CaseIds, LoadResult, load_file, parse_size
 from .spec.case import Case
 from .spec.needs import vendor_unmet
-from .cases.budget import CaseOverBudget, budget_of, time_budget
+from .cases.budget import CaseOverBudget, budget_of, seconds_option, time_budget
+from .failuretext import render_failure
 from .cases.runner import Outcome, run_case
 from .casedirs import pytest_collect_directory  # noqa: F401 - a hook of this plugin (the folder collector)
 from .errors import LoadError
@@ -85,16 +86,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--drakit-handle-signals", action="store_true",
                 help="SIGINT/SIGTERM stop the cases, clean up what drakit started and record the run as "
                      "interrupted (drakit run sets it; see conformance.interrupt)")
-
-
-def seconds_option(text: str) -> float:
-    """``90``, ``90s``, ``5m``, ``1h`` -> seconds (at most a day)."""
-    import re
-    m = re.fullmatch(r"([0-9]{1,6}(?:\.[0-9]+)?)(s|m|h)?", text.strip())
-    seconds = float(m.group(1)) * {"s": 1, "m": 60, "h": 3600, None: 1}[m.group(2)] if m else 0.0
-    if not 0 < seconds <= 24 * 3600:
-        raise ValueError(f"{text!r} is not a time budget (e.g. 90, 90s, 5m; at most 24h)")
-    return seconds
 
 
 def feature_marker(feature_id: str) -> str:
@@ -490,27 +481,6 @@ class LoadErrorItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, (self.error.line or 1) - 1, f"load error {self.error.file}"
-
-
-def render_failure(case: Case, failure: dict[str, Any]) -> str:
-    lines = [failure.get("summary", "failed")]
-    y = failure.get("yaml")
-    if y:
-        lines.append(f"  at {y['file']}:{y['markLine']} ({case.id})")
-        width = len(str(y["startLine"] + len(y["lines"])))
-        for i, text in enumerate(y["lines"]):
-            n = y["startLine"] + i
-            lines.append(f"  {'>' if n == y['markLine'] else ' '} {n:>{width}} | {text}")
-    if failure.get("diff"):
-        lines.append("  diff (expected -> actual):")
-        lines.extend("    " + d for d in failure["diff"].splitlines()[:60])
-    elif failure.get("expected") is not None or failure.get("actual") is not None:
-        lines.append(f"  expected: {json.dumps(failure.get('expected'), default=str)}")
-        lines.append(f"  actual:   {json.dumps(failure.get('actual'), default=str)}")
-    if failure.get("detail"):
-        lines.append(failure["detail"])
-    from drakit.reports import shorten_middle
-    return "\n".join(shorten_middle(line, 500) for text in lines for line in str(text).splitlines())
 
 
 def _one_line(exc: BaseException) -> str:

@@ -15,6 +15,7 @@ it into the case's error at the step it reached. Elsewhere (a thread) no budget 
 from __future__ import annotations
 
 import contextlib
+import re
 import signal
 import threading
 from typing import Any, Iterator
@@ -70,3 +71,12 @@ def time_budget(seconds: float, how: str) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def seconds_option(text: str) -> float:
+    """``90``, ``90s``, ``5m``, ``1h`` -> seconds (at most a day)."""
+    m = re.fullmatch(r"([0-9]{1,6}(?:\.[0-9]+)?)(s|m|h)?", text.strip())
+    seconds = float(m.group(1)) * {"s": 1, "m": 60, "h": 3600, None: 1}[m.group(2)] if m else 0.0
+    if not 0 < seconds <= 24 * 3600:
+        raise ValueError(f"{text!r} is not a time budget (e.g. 90, 90s, 5m; at most 24h)")
+    return seconds

@@ -248,7 +248,7 @@ def load_documents(text: str, file: str, limits: YamlLimits = DEFAULT_LIMITS) ->
         try:
             while loader.check_node():
                 node = loader.get_node()
-                if node is None:
+                if node is None or _blank(node):  # '---' alone, or with only comments: skipped, as kubectl does
                     continue
                 start = node.start_mark.line + 1
                 yield start, loader.construct_document(node)
@@ -256,6 +256,11 @@ def load_documents(text: str, file: str, limits: YamlLimits = DEFAULT_LIMITS) ->
             loader.dispose()
     except yaml.YAMLError as exc:
         raise _yaml_error(file, exc, text) from None
+
+
+def _blank(node: yaml.Node) -> bool:
+    """A document with nothing in it (not even an explicit ``null``)."""
+    return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null" and node.value == ""
 
 
 def line_of(doc: Any, path: tuple[object, ...]) -> int | None:

@@ -208,6 +208,26 @@ def max_workers() -> tuple[int, str]:
     return by_cores, f"4 per CPU core, {cores} core{'s' if cores != 1 else ''}"
 
 
+def _lock_out(out: Path) -> Any:
+    """Lock *out* for this run (an open file holding ``flock``; the kernel drops it when the
+    process ends, however it ends); None, and the one line, when another run holds it."""
+    import fcntl
+    lock = open(out / ".drakit-run.lock", "a+", encoding="ascii")  # noqa: SIM115 - held for the run
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        lock.seek(0)
+        holder = lock.read().strip()
+        lock.close()
+        print(f"drakit run: --out {out} is in use by another drakit run{f' (pid {holder})' if holder.isdigit() else ''}: "
+              f"wait for it or give another --out", file=sys.stderr)
+        return None
+    lock.truncate(0)
+    lock.write(str(os.getpid()))
+    lock.flush()
+    return lock
+
+
 def _check_run_options(args: argparse.Namespace) -> str | None:
     """The option errors drakit can see before pytest starts, named as the user typed them."""
     from .features import parse_gates
@@ -277,6 +297,9 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     out = Path(args.out)
     if not _out_folder(out):
+        return EXIT_USAGE
+    args.out_lock = _lock_out(out)  # held until the process ends
+    if args.out_lock is None:
         return EXIT_USAGE
     results_path = out / "results.json"
     if results_path.exists():

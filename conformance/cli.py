@@ -349,9 +349,12 @@ def _run(args: argparse.Namespace) -> int:
     progress = ProgressReporter(sys.stdout, mode=mode, verbose=args.verbose, color=color)
     os.environ.setdefault(CRASH_DIR_ENV, str(out.absolute()))  # a bug's traceback lands beside results.json
     plugins: list[Any] = [progress]
+    channel = None
     if args.emit_results:
+        from .incluster.channel import Channel
         from .incluster.frames import ProgressLines
-        plugins.append(ProgressLines(sys.stdout))
+        channel = Channel(os.environ["DRAKIT_RESULTS_CONFIGMAP"]) if os.environ.get("DRAKIT_RESULTS_CONFIGMAP") else None
+        plugins.append(ProgressLines(sys.stdout, channel))
     code = pytest.main(pytest_args, plugins=plugins)
     if code == pytest.ExitCode.INTERNAL_ERROR and not INTERRUPTS.interrupted:  # the one line was printed by ProgressReporter
         return EXIT_BUG
@@ -367,6 +370,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.emit_results:
         from .incluster.frames import emit_results
         emit_results(results_path.read_text(encoding="utf-8"), sys.stdout)
+        if channel is not None:
+            channel.results(results_path.read_text(encoding="utf-8"), len(results["cases"]))
     from drakit.reports.text import render_summary
     print("")
     print(render_summary(results, color=color, matrix=mode != "quiet", rule=bool(getattr(args, "verbose", False))), end="")

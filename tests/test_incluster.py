@@ -36,7 +36,10 @@ def test_rbac_is_explained_and_holds_no_secrets_or_rbac() -> None:
     assert all(o["metadata"]["labels"][m.RUN_LABEL] == "abc12345" for o in objs)
     rules = objs[2]["rules"] + objs[4]["rules"]
     resources = {r for rule in rules for r in rule.get("resources", [])}
-    assert not resources & {"secrets", "configmaps", "clusterroles", "roles", "rolebindings", "clusterrolebindings",
+    # cluster-wide: no ConfigMaps; in the run's namespace only its lock and the shards' results
+    assert {r for rule in objs[4]["rules"] for r in rule["resources"]} == {"leases", "configmaps"}
+    assert "configmaps" not in {r for rule in objs[2]["rules"] for r in rule.get("resources", [])}
+    assert not resources & {"secrets", "clusterroles", "roles", "rolebindings", "clusterrolebindings",
                             "serviceaccounts", "deployments", "daemonsets", "mutatingwebhookconfigurations"}
     assert all(rule.get("verbs") != ["*"] and "*" not in rule.get("resources", []) for rule in rules)
     table = m.rbac_table().splitlines()
@@ -57,6 +60,8 @@ def test_shard_jobs_run_one_shard_each_with_the_case_files_mounted() -> None:
     assert {"name": "DRAKIT_RUN_ID", "value": "abc12345s2"} in container["env"]
     assert job["spec"]["backoffLimit"] == 0 and pod["restartPolicy"] == "Never" and pod["serviceAccountName"] == "drakit"
     assert pod["volumes"][1]["configMap"]["items"] == items
+    assert pod["automountServiceAccountToken"] is False and pod["volumes"][-1]["name"] == "token"
+    assert {"name": "DRAKIT_RESULTS_CONFIGMAP", "value": "drakit-abc12345/drakit-shard-2"} in container["env"]
     big = [("x.case.yaml", "a" * (m.MAX_CASE_BYTES + 1))]
     try:
         m.case_files(big, "r")

@@ -17,6 +17,7 @@ API_VERSIONS = {
     "DeviceTaintRule": "resource.k8s.io/v1", "Pod": "v1", "Node": "v1", "Namespace": "v1", "Event": "v1",
     "ResourcePoolStatusRequest": "resource.k8s.io/v1alpha3", "PodGroup": "scheduling.k8s.io/v1beta1",
     "Workload": "scheduling.k8s.io/v1beta1", "Lease": "coordination.k8s.io/v1",
+    "ConfigMap": "v1",
 }
 NAMESPACED = {"ResourceClaim", "ResourceClaimTemplate", "Pod", "Event", "PodGroup", "Workload"}
 CLEANUP_TIMEOUT = 60.0

@@ -94,7 +94,7 @@ def in_cluster_kubeconfig(environ: Mapping[str, str], account: Path = SERVICE_AC
     ``$DRAKIT_API_SERVER`` names the server instead of the ``kubernetes`` Service (a host-network
     pod on a cluster without a Service proxy: ``drakit run --in-cluster --host-network``)."""
     host, port = environ.get("KUBERNETES_SERVICE_HOST"), environ.get("KUBERNETES_SERVICE_PORT", "443")
-    if not host or not (account / "token").is_file():
+    if not (host or environ.get("DRAKIT_API_SERVER")) or not (account / "token").is_file():
         return None
     server = environ.get("DRAKIT_API_SERVER") or (f"https://[{host}]:{port}" if ":" in host
                                                   else f"https://{host}:{port}")

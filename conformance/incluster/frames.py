@@ -71,8 +71,9 @@ def last_progress(lines: Iterable[str]) -> tuple[int, int] | None:
 class ProgressLines:
     """A pytest plugin (controller only) printing a progress line as each case finishes."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, channel: Any = None) -> None:
         self.stream = stream
+        self.channel = channel  # incluster.channel.Channel: the progress in a ConfigMap too
         self.total = 0
         self.done: set[str] = set()
 
@@ -94,3 +95,5 @@ class ProgressLines:
     def _say(self) -> None:
         self.stream.write(f"{PROGRESS} {len(self.done)} {self.total}\n")
         self.stream.flush()
+        if self.channel is not None:
+            self.channel.progress(len(self.done), self.total, force=len(self.done) in (0, self.total))

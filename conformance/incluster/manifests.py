@@ -53,6 +53,8 @@ CLUSTER_RULES: tuple[tuple[dict[str, Any], str], ...] = (
 NAMESPACE_RULES: tuple[tuple[dict[str, Any], str], ...] = (
     ({"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]},
      "the Lease through which the shards take turns: a cluster-wide case runs with no other case"),
+    ({"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create", "update"]},
+     "each shard's progress and results, for the caller to read (incluster.channel)"),
 )
 
 
@@ -118,13 +120,16 @@ def shard_job(run_id: str, index: int, count: int, image: str, args: Sequence[st
     container = {
         "name": "drakit", "image": image, "imagePullPolicy": "IfNotPresent", "command": command,
         "env": [{"name": "TMPDIR", "value": "/tmp"}, {"name": "HOME", "value": "/tmp"},
-                {"name": "DRAKIT_RUN_ID", "value": f"{run_id}s{index}"}],
-        "volumeMounts": mounts,
+                {"name": "DRAKIT_RUN_ID", "value": f"{run_id}s{index}"},
+                {"name": "DRAKIT_RESULTS_CONFIGMAP", "value": f"{ns}/{shard_configmap(index)}"}],
+        "volumeMounts": [*mounts, {"name": "token", "mountPath": TOKEN_MOUNT, "readOnly": True}],
         "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                             "capabilities": {"drop": ["ALL"]}},
     }
+    volumes.append(token_volume())
     pod_spec = {
-        "serviceAccountName": ACCOUNT, "restartPolicy": "Never", "terminationGracePeriodSeconds": 90,
+        "serviceAccountName": ACCOUNT, "automountServiceAccountToken": False,
+        "restartPolicy": "Never", "terminationGracePeriodSeconds": 90,
         "securityContext": {"runAsNonRoot": True, "runAsUser": 65532, "runAsGroup": 65532,
                             "seccompProfile": {"type": "RuntimeDefault"}},
         # never on a kwok node (the cases' fake nodes run no containers); the shards spread over the nodes
@@ -142,6 +147,23 @@ def shard_job(run_id: str, index: int, count: int, image: str, args: Sequence[st
                                                                          **{SHARD_LABEL: str(index)}),
             "spec": {"backoffLimit": 0, "completions": 1, "parallelism": 1,
                      "template": {"metadata": {"labels": labels}, "spec": pod_spec}}}
+
+
+def shard_configmap(index: int) -> str:
+    return f"drakit-shard-{index}"
+
+
+TOKEN_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+def token_volume() -> dict[str, Any]:
+    """The service account's token, CA and namespace, as the ServiceAccount admission plugin
+    mounts them, stated in the pod (automountServiceAccountToken off), so that a cluster
+    without that plugin (drakit's local one) gives the shard its identity all the same."""
+    return {"name": "token", "projected": {"sources": [
+        {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}},
+        {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+        {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"fieldPath": "metadata.namespace"}}]}}]}}
 
 
 def rbac_table() -> str:

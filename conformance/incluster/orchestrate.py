@@ -76,6 +76,8 @@ class InCluster:
         for obj in self.objects():
             self.created.append(obj)
             self.api.create(obj)
+        for shard in self.shards:  # the start timeout counts from the Jobs' creation
+            shard.since = time.monotonic()
         self.say(f"drakit: created namespace {self.namespace}, its ServiceAccount and RBAC, {self.count} shard Jobs")
 
     # -- follow ------------------------------------------------------------------------------
@@ -116,22 +118,33 @@ class InCluster:
         return str(self.core.read_namespaced_pod_log(pod, self.namespace, container="drakit", **kwargs))
 
     def _progress(self, shard: ShardState) -> None:
+        """Cases done: from the shard's ConfigMap (``channel``), else its log."""
+        from .channel import read_progress
         try:
-            found = last_progress(self._log(str(shard.pod), tail=20).splitlines())
+            found = read_progress(self.api, self.namespace, m.shard_configmap(shard.index))
+            if found is None:
+                found = last_progress(self._log(str(shard.pod), tail=20).splitlines())
         except Exception:  # noqa: BLE001 - the next poll reads again
             return
         if found:
             shard.done, shard.total = found
 
     def _collect(self, shard: ShardState, how: str) -> None:
+        """The results of an ended shard: from its ConfigMaps, else its log; else it is lost."""
+        from drakit.conformance.backends.kubeapi import first_line
+        from .channel import read_results
         try:
-            log = self._log(str(shard.pod))
-        except Exception as exc:  # noqa: BLE001 - the log is the only way back: the shard is lost
-            shard.state, shard.why = LOST, f"its pod {shard.pod} ended ({how}) and its log cannot be read: {exc}"
-            return
-        results = find_results(log)
+            results = read_results(self.api, self.namespace, m.shard_configmap(shard.index))
+        except Exception:  # noqa: BLE001 - the log may still have them
+            results = None
+        problem = "without results (in its ConfigMap or its log)"
         if results is None:
-            shard.state, shard.why = LOST, f"its pod {shard.pod} ended ({how}) without results in its log"
+            try:
+                results = find_results(self._log(str(shard.pod)))
+            except Exception as exc:  # noqa: BLE001 - neither way back: the shard is lost
+                problem = f"without results in its ConfigMap, and its log cannot be read: {first_line(exc)}"
+        if results is None:
+            shard.state, shard.why = LOST, f"its pod {shard.pod} ended ({how}) {problem}"
             return
         shard.state, shard.results = ENDED, results
         shard.done = shard.total = len(results.get("cases") or [])

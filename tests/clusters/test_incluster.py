@@ -159,12 +159,12 @@ def test_shards_that_never_start_make_the_run_incomplete_and_leave_nothing(local
     Pending, both shards are lost after --start-timeout, and everything is deleted."""
     started = time.monotonic()
     res = drakit("run", "--in-cluster", "--shards", "2", str(CASE_FILES[0]), "--kubeconfig", str(local_cluster.kubeconfig),
-                 "--start-timeout", "8", "--out", "out", cwd=tmp_path, timeout=600)
+                 "--start-timeout", "15", "--out", "out", cwd=tmp_path, timeout=600)
     out = res.stdout + res.stderr
     assert res.returncode == 1, out
     assert "created namespace drakit-" in out and "shards: 1/2 pending, 2/2 pending" in out
     for i in (1, 2):
-        assert f"shard {i}/2 lost: its pod did not start within 8 s" in out
+        assert f"shard {i}/2 lost: its pod did not start within 15 s" in out
     assert "verdict INCOMPLETE: no shard brought results back" in out
     assert "deleted everything the run created" in out, out
     assert not (tmp_path / "out" / "results.json").exists()

@@ -147,6 +147,8 @@ def load_text(text: str, file: str, profile: Mapping[str, str], *,
             cases.append(_load_case(doc, file, start, end, source, profile, vocabulary))
         except LoadError as exc:
             errors.append(exc)
+        except _Problems as exc:
+            errors.extend(exc.errors)
     loaded = CaseIds().admit(LoadResult(tuple(cases), tuple(errors)))
     errors = sorted(loaded.errors, key=lambda e: e.line or 0)
     if len(errors) > MAX_ERRORS_PER_FILE:  # duplicate ids on top
@@ -190,16 +192,30 @@ def _size_error(doc: Any, schema: Mapping[str, Any], path: tuple[object, ...] = 
     return None
 
 
-def _schema_error(doc: Any, file: str, start: int) -> LoadError | None:
+class _Problems(Exception):
+    """Every schema problem of one document (lint shows them all at once)."""
+
+    def __init__(self, errors: list[LoadError]) -> None:
+        super().__init__(str(errors[0]))
+        self.errors = errors
+
+
+def _schema_errors(doc: Any, file: str, start: int) -> list[LoadError]:
     if isinstance(doc, dict):
         too_big = _size_error(doc, _validator().schema)
         if too_big:
-            return LoadError(file, line_of(doc, too_big[0]) or start, too_big[1], format_path(too_big[0]))
-    errs = sorted(_validator().iter_errors(doc), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
-    if not errs:
-        return None
-    best = max(errs, key=lambda e: len(e.absolute_path))
-    best = _deepest(best)
+            return [LoadError(file, line_of(doc, too_big[0]) or start, too_big[1], format_path(too_big[0]))]
+    found: dict[tuple[object, ...], LoadError] = {}
+    for err in _validator().iter_errors(doc):
+        path, problem = _schema_problem(doc, _deepest(err), file, start)
+        found.setdefault(path, problem)
+    # a problem of a field says more than one of the object holding it: keep the deepest
+    kept = [p for path, p in found.items() if not any(o[:len(path)] == path and o != path for o in found)]
+    return sorted(kept, key=lambda e: (e.line or 0, e.path or ""))
+
+
+def _schema_problem(doc: Any, best: jsonschema.ValidationError, file: str,
+                    start: int) -> tuple[tuple[object, ...], LoadError]:
     path = tuple(best.absolute_path)
     msg = best.message
     if best.validator in ("maxItems", "minItems", "maxLength", "minLength") and isinstance(best.instance, (list, str)):
@@ -212,7 +228,7 @@ def _schema_error(doc: Any, file: str, start: int) -> LoadError | None:
             path = path + (extra[0],)
             msg = f"unknown field (allowed: {', '.join(sorted(best.schema.get('properties') or {}))})"
     line = line_of(doc, path) or start
-    return LoadError(file, line, msg, format_path(path))
+    return path, LoadError(file, line, msg, format_path(path))
 
 
 def _deepest(err: jsonschema.ValidationError) -> jsonschema.ValidationError:
@@ -226,9 +242,9 @@ def _load_case(doc: Any, file: str, start: int, end: int, source: tuple[str, ...
                vocabulary: Collection[str] | None = None) -> Case:
     if not isinstance(doc, MarkedDict):
         raise LoadError(file, start, "a case document must be a mapping")
-    problem = _schema_error(doc, file, start)
-    if problem:
-        raise problem
+    problems = _schema_errors(doc, file, start)
+    if problems:
+        raise _Problems(problems)
     unknown: list[tuple[tuple[object, ...], str]] = []
     try:
         doc = resolve(doc, profile, lambda p, k: unknown.append((p, k)))

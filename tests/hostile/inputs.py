@@ -221,6 +221,10 @@ CASE_FILES: tuple[CaseFile, ...] = (
     CaseFile("unknown-assertion", base("assertion").replace("- object: {kind: ResourceClaim, name: c, match: {}}",
                                                              "- podIsHappy: {pod: p}"),
              r"{file}:\d+: steps\[1\]\.expect\[0\]"),
+    # every schema problem of a document at once (issue 25: one a round, five took three rounds)
+    CaseFile("six-schema-problems", "id: hostile/six\ntitle: [not, a, string]\nfeatures: core\nprofile: sometimes\n"
+             "backends: mainframe\nsteps:\n  - advance: soon\n  - aply: {}\n",
+             r"{file}:5: backends: 'mainframe' is not of type 'array'", errors=6),
     CaseFile("bad-profile", base("profile") + "profile: sometimes\n", r"{file}:12: profile: 'sometimes' is not one of \['required', 'optional'\]"),
     CaseFile("bad-backend", base("backend") + "backends: [mainframe]\n", r"{file}:12: backends\[0\]: 'mainframe' is not one of"),
     CaseFile("title-a-map", base("title").replace("title: a bad input", "title: {a: 1}"), r"{file}:2: title: \{'a': 1\} is not of type 'string'"),

@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import errno
 import functools
+import itertools
 import json
 import os
 import re
@@ -44,6 +45,7 @@ _DURATION = re.compile(r"^([0-9]+)(ms|s|m|h)$")
 VALIDATION_NAMESPACE = "drakit-validate"
 MAX_BYTES = 1 << 20  # per case file; --max-case-size overrides
 MAX_ERRORS_PER_FILE = 50
+MAX_DOCUMENTS = 500  # per case file: loading is linear, a few seconds for 500 (2,600 took 22 s)
 MAX_STEP_SECONDS = 24 * 3600  # a step's advance or within (a real cluster waits that long)
 MAX_ALLOCATABLE = (2**63 - 1) // 1000  # a node's allocatable amount (upstream: int64 milli-units)
 _SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(|B|K|KB|KiB|M|MB|MiB|G|GB|GiB)\s*$", re.IGNORECASE)
@@ -128,9 +130,11 @@ def load_text(text: str, file: str, profile: Mapping[str, str], *,
               vocabulary: Collection[str] | None = None, limits: YamlLimits = DEFAULT_LIMITS) -> LoadResult:
     source = tuple(text.splitlines())
     try:
-        docs = list(load_documents(text, file, limits))
+        docs = list(itertools.islice(load_documents(text, file, limits), MAX_DOCUMENTS + 1))
     except LoadError as exc:
         return LoadResult((), (exc,))
+    beyond = docs[MAX_DOCUMENTS][0] if len(docs) > MAX_DOCUMENTS else None  # not even parsed past it
+    docs = docs[:MAX_DOCUMENTS]
     if not docs:
         what = "it is empty" if not text.strip() else "it holds only comments or blank documents"
         return LoadResult((), (LoadError(file, 1, f"no case in this file ({what})"),))
@@ -140,7 +144,9 @@ def load_text(text: str, file: str, profile: Mapping[str, str], *,
     for i, (start, doc) in enumerate(docs):
         if len(errors) == MAX_ERRORS_PER_FILE - 1:  # enough said: the rest is not even checked
             errors.append(LoadError(file, start, f"stopped after {len(errors)} problems: the "
-                                                 f"{len(docs) - i:,} documents from this line on were not loaded"))
+                                                 f"{len(docs) - i:,}{'+' if beyond else ''} documents from this line "
+                                                 f"on were not loaded"))
+            beyond = None
             break
         end = (starts[i + 1] - 1) if i + 1 < len(docs) else len(source)
         try:
@@ -149,6 +155,9 @@ def load_text(text: str, file: str, profile: Mapping[str, str], *,
             errors.append(exc)
         except _Problems as exc:
             errors.extend(exc.errors)
+    if beyond is not None:
+        errors.append(LoadError(file, beyond, f"more than {MAX_DOCUMENTS} documents in one file (the limit): this "
+                                              f"one and those after it were not loaded; split the file"))
     loaded = CaseIds().admit(LoadResult(tuple(cases), tuple(errors)))
     errors = sorted(loaded.errors, key=lambda e: e.line or 0)
     if len(errors) > MAX_ERRORS_PER_FILE:  # duplicate ids on top

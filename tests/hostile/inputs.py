@@ -164,7 +164,12 @@ CASE_FILES: tuple[CaseFile, ...] = (
              r"{file}:1: the file is 51\.0 MiB, over the case-file size limit of 1 MiB \(--max-case-size raises it\); not loaded"),
     CaseFile("size-1MiB-and-a-bit", _big((1 << 20) + 2048),
              r"{file}:1: the file is 1\.0 MiB, over the case-file size limit of 1 MiB"),
-    CaseFile("errors-5000", _many_errors, r"{file}:100: stopped after 49 problems: the 4,951 documents from this line on were not loaded", errors=50),
+    CaseFile("errors-5000", _many_errors, r"{file}:100: stopped after 49 problems: the 451\+ documents from this line on were not loaded", errors=50),
+    CaseFile("documents-2000", lambda p: p.write_text("---\n".join(  # cluster-only: loaded, not run by the shared run
+        VALID.replace("hostile/valid", f"hostile/v{i}").replace("features: [core]\n", "features: [core]\nbackends: [cluster]\n")
+        for i in range(2000))),
+             r"{file}:8001: more than 500 documents in one file \(the limit\): this one and those after it were not "
+             r"loaded; split the file"),
     # -- not regular files: each one a load error of lint and of the run (issue 25: the run
     # passed over them in silence and said PASS) ---------------------------------------------
     CaseFile("a-fifo", _fifo, r"{file}: not a regular file \(a FIFO\): not loaded"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -47,3 +48,25 @@ def test_a_socket_of_another_driver_is_not_a_registration(tmp_path: Path) -> Non
                           [], "n1", f, tmp_path / "kubeconfig", tmp_path, tmp_path / "plugin.log")
     with pytest.raises(PluginStartError, match="did not register within 2 s"):
         plugin.start(timeout=2)
+
+
+def test_a_controller_runs_once_with_the_kubeconfig_and_an_early_exit_is_one_line(tmp_path: Path) -> None:
+    from drakit.clusters.local.vendorplugin import Controller
+    log = tmp_path / "logs" / "controller.log"
+    ctl = Controller([sys.executable, "-c", "import sys, time; print('kubeconfig', sys.argv[1], flush=True); time.sleep(60)",
+                      "{kubeconfig}"], tmp_path / "kubeconfig", tmp_path, log, env=[("MODE", "{nodeDir}")])
+    want = f"kubeconfig {tmp_path / 'kubeconfig'}"
+    try:
+        ctl.start(settle=0.5)
+        assert ctl.info is not None
+        deadline = time.monotonic() + 30  # python starts slowly on a loaded machine
+        while want not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        ctl.stop()
+    assert want in log.read_text()
+    assert ctl.env == {"MODE": str(log.parent)}
+    dead = Controller([sys.executable, "-c", "import sys; print('no cluster'); sys.exit(3)"], tmp_path / "k", tmp_path,
+                      tmp_path / "dead.log")
+    with pytest.raises(PluginStartError, match=r"the driver's controller exited \(code 3\): .*no cluster"):
+        dead.start(settle=10.0)

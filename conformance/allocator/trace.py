@@ -92,7 +92,22 @@ class Tracer:
         text = f"already allocated to {', '.join('claim ' + c for c in who) or 'another claim'}"
         if multi and not alloc.features.consumable_capacity:
             text += " (it allows multiple allocations, but DRAConsumableCapacity is off)"
-        return Refusal("allocated", text, {"claims": who, "allowMultipleAllocations": multi})
+        values: dict[str, Any] = {"claims": who, "allowMultipleAllocations": multi}
+        # Being in use is checked first and hides the rest; say whether the selectors (the next
+        # check) would refuse the device too, so that freeing it is not taken for a remedy.
+        hidden = Tracer(self.holders)
+        alloc._trace = hidden
+        try:
+            alloc._eval_selectors(rd, cand)
+        except Exception:  # a CEL error: the search itself will meet it where it matters
+            pass
+        finally:
+            alloc._trace = self
+        also = next((r for per in hidden.refused.values() for r in per.values()), None)
+        if also is not None:
+            values["alsoRefusedBy"] = also.to_json()
+            text += f"; and {also.text}"
+        return Refusal("allocated", text, values)
 
     def _allocating(self, alloc: Any, rd: RequestData, cand: CandidateDevice) -> Refusal:
         claims = sorted(alloc._st.allocating.get(cand.id, ()))

@@ -14,6 +14,7 @@ there, and checks that change by running the allocator again on the changed stat
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from typing import Any, Mapping
 
 from ..allocator import AllocatedState, AllocationError, Allocator, NodeInfo
@@ -29,6 +30,17 @@ from .summary import summarise
 
 SCHEMA = "drakit.explain/v1"
 COMBINATION = "cannot allocate all claims"
+
+
+# What fails a whole attempt, by the words of the allocator's error (the check it comes from).
+ERRORS = (("exceeds the claim limit", "claim-limit"), ("allocation max size exceeded", "claim-limit"),
+          ("is currently being updated", "pool-incomplete"), ("is currently invalid", "pool-invalid"),
+          ("claim constraint would not be satisfied", "constraint"), ("derived attribute", "derived-attribute"),
+          ("checking capacity", "capacity"), ("CEL", "cel-error"), ("feature is disabled", "gate"))
+
+
+def error_kind(message: str) -> str:
+    return next((kind for words, kind in ERRORS if words in message), "error")
 
 
 def holders_of(store: ObjectStore) -> dict[DeviceID, list[str]]:
@@ -73,6 +85,7 @@ class _Watch:
         self.fit: list[str] = []
         self.inputs: dict[str, tuple[Allocator, NodeInfo, list[ResourceClaim]]] = {}
         self._local: dict[str, int] | None = None
+        self._probes: dict[tuple[int, int], tuple[ResourceClaim, ResourceClaim, Probe]] = {}
 
     def tracer(self) -> Tracer:
         return self.full
@@ -104,7 +117,9 @@ class _Watch:
         entry["combination"] = {"constraints": [{"claim": k.split(" ")[0], "attribute": k.split(" ", 1)[1],
                                                  "valuesSeen": {device_id_str(d): v for d, v in vals.items()}}
                                                 for k, vals in seen.items()],
-                                "competing": competing}
+                                "competing": competing,
+                                "checks": dict(Counter(r.kind for per in self.full.refused.values()
+                                                       for r in per.values()).most_common())}
         if self._local is None:  # devices per node in node-local slices, counted once
             self._local = {n: sum(len(x.devices) for x in sl) for n, sl in allocator.index.node_local.items()}
         entry["otherNodes"] = _elsewhere(allocator, node, sum(self._local.values()) - self._local.get(node.name, 0))
@@ -112,12 +127,17 @@ class _Watch:
 
     def _claim(self, allocator: Allocator, node: NodeInfo, claim: ResourceClaim) -> dict[str, Any]:
         out: dict[str, Any] = {"claim": claim.ref, "requests": []}
-        for req in claim.spec.requests:
-            alone = dataclasses.replace(claim, spec=dataclasses.replace(claim.spec, requests=(req,), constraints=(),
-                                                                         config=()))
+        for ri, req in enumerate(claim.spec.requests):
+            # One probe per request for all nodes (its plan is built once), a tracer per node.
+            hit = self._probes.get((id(claim), ri))
+            if hit is None or hit[0] is not claim:
+                alone = dataclasses.replace(claim, spec=dataclasses.replace(claim.spec, requests=(req,),
+                                                                             constraints=(), config=()))
+                hit = self._probes[(id(claim), ri)] = (claim, alone, Probe(
+                    allocator.features, allocator.classes, allocator.index, allocator.allocated,
+                    cel_cache=allocator.cel, channels=allocator.channels, share_ids=lambda: "explain"))
+            _, alone, probe = hit
             tr = Tracer(self.holders, self.origin)
-            probe = Probe(allocator.features, allocator.classes, allocator.index, allocator.allocated,
-                          cel_cache=allocator.cel, channels=allocator.channels, share_ids=lambda: "explain")
             probe._trace = tr
             error = None
             try:
@@ -196,7 +216,8 @@ def explain_pod(store: ObjectStore, pod: Mapping[str, Any], gates: Mapping[str, 
                                                 for k, v in selector.items() if labels.get(k) != v)
     if out["verdict"] == "error":
         cel = [r for per in watch.full.refused.values() for r in per.values() if r.kind == "cel-error"]
-        out["refusal"] = cel[0].to_json() if cel else None
+        out["refusal"] = cel[0].to_json() if cel else {"check": error_kind(out["message"]), "message": out["message"],
+                                                        "values": {}}
 
     def released(alloc: Allocator, names: tuple[str, ...]) -> AllocatedState:
         kept = [c for c in store.list("ResourceClaim")

@@ -30,6 +30,15 @@ PREFERENCE = {"allocated": 0, "counters": 1, "taint": 2, "selector": 3, "cel-err
               "partitionable-off": 4}
 
 
+LEAD = {"allocated": 1, "selector": 2}  # lower leads; the rest 0 (min keeps the device order within a rank)
+
+
+def _seen_check(d: Mapping[str, Any]) -> str:
+    """A device's check, or for one in use whose selectors are false too, the selector."""
+    also = (d.get("values") or {}).get("alsoRefusedBy")
+    return str(also["check"]) if d["check"] == "allocated" and also else str(d["check"])
+
+
 def _other_class(d: Mapping[str, Any]) -> bool:
     return d["check"] == "selector" and str((d.get("values") or {}).get("owner", "")).startswith("class ")
 
@@ -128,9 +137,10 @@ def _node_distance(n: Mapping[str, Any]) -> tuple[int, int, int, list[tuple[str,
                 short.append((c["claim"], r["request"], {"devices": [], "need": 0, "pass": 0}, 1))
                 continue
             best = min(r["entries"], key=lambda e: max(e["need"] - e["pass"], 0))
-            lack = max(best["need"] - best["pass"], 0) if best["mode"] != "All" else (1 if r["error"] else 0)
-            if lack or r["error"]:
-                short.append((c["claim"], r["request"], best, max(lack, 1)))
+            # An All request with no device at all, like any request with too few, lacks some.
+            lack = max(best["need"] - best["pass"], 0) or (1 if best["mode"] == "All" and not best["need"] else 0)
+            if lack or r["error"] or r["pools"]:
+                short.append((c["claim"], r["request"], dict(best, pools=r["pools"]), max(lack, 1)))
     return (0, len(short), sum(s[3] for s in short), short)
 
 
@@ -156,9 +166,15 @@ def summarise(out: Mapping[str, Any], inputs: Inputs,
             combo = n.get("combination") or {}
             texts = [f"claim {k['claim']}: no combination meets the constraint on {k['attribute']} (values seen: "
                      + ", ".join(f"{d} = {v}" for d, v in k["valuesSeen"].items()) + ")" for k in combo.get("constraints", ())]
+            found = [k for k in combo.get("checks", {}) if k in ("compatibility-group", "counters", "capacity")]
+            if found:
+                texts.append(f"together the devices fail the {found[0]} check (the search met it "
+                             f"{combo['checks'][found[0]]} time(s))")
             if combo.get("competing"):
                 texts.append(f"the requests of {', '.join(combo['competing'])} compete for the same devices")
-            s = {"closestNode": n["name"], "check": "constraint" if combo.get("constraints") else "combination",
+            check = "constraint" if combo.get("constraints") else found[0] if found else \
+                "allocating" if combo.get("competing") else "combination"
+            s = {"closestNode": n["name"], "check": check,
                  "reason": f"node {n['name']}: " + ("; ".join(texts) or "cannot allocate all claims"),
                  "fix": None, "checked": False, "singleChange": False, "blockers": texts}
             first = first or s
@@ -173,9 +189,17 @@ def summarise(out: Mapping[str, Any], inputs: Inputs,
         name = request + (f"/{entry['subrequest']}" if entry.get("subrequest") else "")
         head = (f"node {n['name']}: claim {claim}, request {name} needs {entry['need']} device(s), "
                 f"{entry['pass']} of {in_class} of class {entry.get('class', '?')} pass")
-        if refused:
-            head += f"; {refused[0]['device']}: {refused[0]['message']}"
-        s = {"closestNode": n["name"], "check": refused[0]["check"] if refused else "too-few-devices",
+        # The reason first: a pool left out, else the first device the request would take but for
+        # a check past its selectors (a taint, counters, capacity ...), else the first in use
+        # that its selectors accept, else the first whose selectors are false (in use or not).
+        lead = min(refused, key=lambda d: LEAD.get(_seen_check(d), 0), default=None)
+        pools = entry.get("pools") or []
+        if pools:
+            head += "; " + "; ".join(f"pool {p['pool']} is {p['problem']}" for p in pools)
+        if lead is not None:
+            head += f"; {lead['device']}: {lead['message']}"
+        check = ("pool-" + pools[0]["problem"].split(":")[0]) if pools else _seen_check(lead) if lead else "too-few-devices"
+        s = {"closestNode": n["name"], "check": check,
              "reason": head, "fix": None, "checked": False, "singleChange": False,
              "blockers": [fix_text(k, f"claim {claim} request {name}") + f" ({len(v)} device(s))"
                           for k, v in sorted(groups.items(), key=lambda kv: -len(kv[1]))]}
@@ -186,7 +210,8 @@ def summarise(out: Mapping[str, Any], inputs: Inputs,
         if len(short) > 1 or n["name"] not in inputs:
             continue
         alloc, node, claims = inputs[n["name"]]
-        for key, devs in sorted(groups.items(), key=lambda kv: (PREFERENCE.get(kv[0][0], 9), -len(kv[1]))):
+        for key, devs in sorted(groups.items(), key=lambda kv: (kv[0][0] != check, PREFERENCE.get(kv[0][0], 9),
+                                                                -len(kv[1]))):
             if len(devs) < lack or tries >= MAX_TRIES:
                 continue
             tries += 1

@@ -4,6 +4,8 @@ expectation holds. ``python -m tests.explain.corpus`` prints the table the test 
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -15,6 +17,7 @@ from drakit.conformance.explain.run import explain_pod
 from drakit.conformance.explain.state import KINDS, load_store
 from drakit.fake_driver.profile import load_profile
 
+VERBOSE = bool(os.environ.get("DRAKIT_CORPUS_VERBOSE"))
 SUITES = Path(__file__).resolve().parents[2] / "conformance" / "suites"
 
 
@@ -52,6 +55,8 @@ def explained() -> Iterator[tuple[str, str, dict[str, Any]]]:
                 if backend.unmet(case) is not None:
                     continue
                 case_id = case.id
+                if VERBOSE:
+                    print(f"# {case_id}", file=sys.stderr, flush=True)
                 session = backend.open(case)
                 try:
                     runner.run_case(case, session)

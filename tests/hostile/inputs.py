@@ -444,6 +444,14 @@ COMMANDS: tuple[Command, ...] = (
     Command("kubeconfig-unknown-context", {"kubeconfig": KUBECONFIG_OK}, KUBECONFIG_RUN + ("--context", "nope"), r"nope", 2),
     Command("kubeconfig-unreachable", {"kubeconfig": KUBECONFIG_OK}, KUBECONFIG_RUN,
             r"drakit: cluster backend: cannot reach the API server of context 'x' \(kubeconfig {d}/kubeconfig\)", 2),
+    # beside the reference backend, an unusable kubeconfig errors the cluster cases only (issue 25:
+    # a garbage one aborted the reference part too)
+    *(Command(f"kubeconfig-{name}-beside-reference", {"kubeconfig": text},
+              ("run", "{valid}", "--backend", "reference,cluster", "--out", "{d}/out", "--kubeconfig", "{d}/kubeconfig"),
+              r"(?s)ERROR hostile/valid \[cluster\]: harness: the cluster backend is not available: HarnessError: "
+              r"kubeconfig {d}/kubeconfig.*\n2 cases: 1 passed, 0 failed, 1 error", 1)
+      for name, text in (("garbage", "garbage: [\n"), ("empty", ""), ("alias-bomb", bomb()),
+                         ("no-context", "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n"))),
     Command("kubeconfig-without-cluster-backend", {"kubeconfig": KUBECONFIG_OK},
             ("run", "{valid}", "--out", "{d}/out", "--kubeconfig", "{d}/kubeconfig"),
             r"drakit run: --kubeconfig only applies to the cluster backend, and --backend is 'reference': "

@@ -104,6 +104,13 @@ def test_explain_agrees_with_the_real_scheduler(local_cluster: Any, tmp_path: Pa
         assert rc == 1 and e["verdict"] == "unschedulable"
         assert e["summary"]["closestNode"] == NODES[0] and e["summary"]["checked"]
         assert f"claim {NS}/a1-held" in e["summary"]["fix"]
+        # the text a person reads: the verdict, then the reason, within one screen
+        assert main(["explain", "pod", f"{NS}/waits", "--kubeconfig", str(kc)]) == 1
+        lines = capsys.readouterr().out.splitlines()
+        with capsys.disabled():
+            print("\n" + "\n".join(lines))
+        assert lines[0].startswith(f"pod {NS}/waits: unschedulable: ") and lines[1].startswith(f"reason: node {NODES[0]}")
+        assert len(lines) <= 25
 
         # 3. a b2 pod kept to node 0 meets only the tainted device: both agree it cannot fit
         api.create(_claim("b2-node0", "b2"))

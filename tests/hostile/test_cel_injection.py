@@ -140,3 +140,21 @@ def test_code_placeholders_stay_code_and_refuse_to_be_quoted() -> None:
     assert substitute("${cel.gpu.model} == 'x'", PROFILE.get) == f"device.attributes['{DRIVER}'].model == 'x'"
     with pytest.raises(CelPlaceholderError):
         substitute("'${cel.gpu.model}' == 'x'", PROFILE.get)
+
+
+RUNTIME_FORMS = [
+    "${cel.gpu.model} == '${inv.a.device}'",
+    '${cel.gpu.model} == "${namespace}"',
+    "${cel.gpu.model} == ${inv.a.pool}",
+]
+
+
+@FUZZ
+@given(value=VALUES, form=st.sampled_from(RUNTIME_FORMS))
+def test_a_run_time_placeholder_in_a_selector_means_exactly_its_value(value: str, form: str) -> None:
+    """The values bound when a case runs (a device or pool name read from the driver's slices,
+    the case's namespace) go through the same literal rule."""
+    from drakit.conformance.cases.placeholders import substitute_runtime
+    expression = substitute_runtime(form.replace("${cel.gpu.model}", PROFILE["cel.gpu.model"]), value,
+                                    {"inv.a.device": value, "inv.a.pool": value}, ("cel", "expression"))
+    _means_exactly(expression, value)

@@ -132,6 +132,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_BACKENDS] = {"names": [b for b in BACKEND_ORDER if b in backends], "gates": gates, "instances": {}}
     if config.getoption("--drakit-handle-signals"):
         INTERRUPTS.install(announce=not hasattr(config, "workerinput"))
+        if hasattr(config, "workerinput"):  # Ctrl-C reaches the workers too: each collects all first
+            INTERRUPTS.hold()
     if not hasattr(config, "workerinput"):
         collector = ResultsCollector(config, gates=gates, backends=config.stash[_BACKENDS]["names"], vendor=vendor,
                                      shard=shard)

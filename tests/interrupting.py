@@ -52,23 +52,24 @@ def _processes_naming(text: str) -> list[str]:
 
 
 def run_and_signal(args: list[str], tmp: Path, sig: int, when: Callable[..., bool],
-                   timeout: float = 600.0, *, with_pid: bool = False) -> Interrupted:
+                   timeout: float = 600.0, *, with_pid: bool = False, group: bool = False) -> Interrupted:
     """Start ``drakit run <args> --out tmp/out`` with TMPDIR a fresh short folder (Unix socket
     paths must stay short); send *sig* once ``when(stdout so far, stderr so far, that folder)``
     holds (``when(..., pid)`` with *with_pid*); wait for the exit, then see what is left in that
-    folder (and remove it)."""
+    folder (and remove it). *group*: the signal goes to drakit's whole process group (its
+    workers too), as Ctrl-C in a terminal sends it."""
     tdir = Path(tempfile.mkdtemp(prefix="dk"))
     try:
-        return _run(args, tmp / "out", tdir, sig, when, timeout, with_pid)
+        return _run(args, tmp / "out", tdir, sig, when, timeout, with_pid, group)
     finally:
         shutil.rmtree(tdir, ignore_errors=True)
 
 
 def _run(args: list[str], out: Path, tdir: Path, sig: int, when: Callable[..., bool],
-         timeout: float, with_pid: bool) -> Interrupted:
+         timeout: float, with_pid: bool, group: bool = False) -> Interrupted:
     env = {**os.environ, "TMPDIR": str(tdir), "NO_COLOR": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "drakit.conformance.cli", "run", *args, "--out", str(out), "--plain"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=group)
     chunks: dict[str, list[str]] = {"out": [], "err": []}
 
     def pump(stream: Any, key: str) -> None:
@@ -83,7 +84,10 @@ def _run(args: list[str], out: Path, tdir: Path, sig: int, when: Callable[..., b
     sent = False
     while proc.poll() is None and time.monotonic() < deadline:
         if not sent and when("".join(chunks["out"]), "".join(chunks["err"]), tdir, *([proc.pid] if with_pid else [])):
-            proc.send_signal(sig)
+            if group:
+                os.killpg(proc.pid, sig)
+            else:
+                proc.send_signal(sig)
             sent = True
         time.sleep(0.005 if with_pid and not sent else 0.05)
     if proc.poll() is None:

@@ -50,17 +50,18 @@ def _moment(delay: float):  # type: ignore[no-untyped-def]
     return when
 
 
-MOMENTS = [  # (signal, seconds after drakit's handler is in, workers)
-    (signal.SIGTERM, 0.0, "0"), (signal.SIGINT, 0.0, "0"), (signal.SIGINT, 1.0, "0"),
-    (signal.SIGTERM, 2.0, "0"), (signal.SIGTERM, 1.0, "2"),
+MOMENTS = [  # (signal, seconds after drakit's handler is in, workers, to the process group as Ctrl-C)
+    (signal.SIGTERM, 0.0, "0", False), (signal.SIGINT, 0.0, "0", False), (signal.SIGINT, 1.0, "0", False),
+    (signal.SIGTERM, 2.0, "0", False), (signal.SIGTERM, 1.0, "2", False),
+    (signal.SIGINT, 2.0, "4", True),  # the workers get it while they collect
 ]
 
 
-@pytest.mark.parametrize(("sig", "delay", "workers"), MOMENTS,
-                         ids=[f"{s.name}-{d}s-n{w}" for s, d, w in MOMENTS])
+@pytest.mark.parametrize(("sig", "delay", "workers", "group"), MOMENTS,
+                         ids=[f"{s.name}-{d}s-n{w}{'-group' if g else ''}" for s, d, w, g in MOMENTS])
 def test_an_early_signal_still_writes_an_honest_incomplete_run(tmp_path: Path, sig: signal.Signals, delay: float,
-                                                              workers: str) -> None:
-    got = run_and_signal(["-n", workers], tmp_path, sig, _moment(delay), with_pid=True)
+                                                              workers: str, group: bool) -> None:
+    got = run_and_signal(["-n", workers], tmp_path, sig, _moment(delay), with_pid=True, group=group)
     assert got.returncode == EXIT[sig], got.explain()
     assert "Traceback" not in got.stdout + got.stderr, got.explain()
     assert got.results is not None, "no results.json" + got.explain()

@@ -14,6 +14,7 @@ run dir's state so that cleanup finds it.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import ssl
 import tempfile
@@ -54,6 +55,15 @@ class RealNodeError(ClusterError):
     """A kubelet node could not start or become Ready; the message says why and where the log is."""
 
 
+def short_temp_dir() -> str:
+    """The temp folder when a ``drakit-n-XXXXXXXX/<15-character node>`` path fits in it within
+    ``MAX_NODE_DIR``, else the first writable of ``/tmp``, ``/var/tmp``, ``/dev/shm``."""
+    for base in (tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"):
+        if len(base) + len("/drakit-n-XXXXXXXX/") + 15 <= MAX_NODE_DIR and os.access(base, os.W_OK | os.X_OK):
+            return base
+    return tempfile.gettempdir()  # nothing shorter: the node folders' own check names the problem
+
+
 class RealNodes:
     def __init__(self, *, run_dir: Path, bin_dir: Path, server: str, pki_: pki.PKI, kubelet_gates: Mapping[str, bool],
                  detached: bool, on_procs: Callable[[], None], progress: Progress, nodes_dir: Path | None = None) -> None:
@@ -69,10 +79,18 @@ class RealNodes:
         self.nodes_dir = nodes_dir or self._pick_nodes_dir()
 
     def _pick_nodes_dir(self) -> Path:
+        """The nodes' folder: in the run folder when its path leaves room for the kubelet's Unix
+        sockets, else a folder of its own in the temp folder, or in ``/tmp`` (said in one line)
+        when TMPDIR itself is too long (a CI runner's ``/home/runner/work/_temp``)."""
         inside = self.run_dir / "n"
         if len(str(inside)) <= MAX_NODE_DIR - 16:  # room for a 15-character node name
             return inside
-        return Path(tempfile.mkdtemp(prefix="drakit-n-"))
+        base = short_temp_dir()
+        folder = Path(tempfile.mkdtemp(prefix="drakit-n-", dir=base))
+        if base != tempfile.gettempdir():
+            self.progress(f"kubelet nodes' folders in {folder}: the temp folder {tempfile.gettempdir()} is too long "
+                          f"for their Unix sockets")
+        return folder
 
     @property
     def outside_run_dir(self) -> bool:

@@ -3,6 +3,7 @@ field validation, reads, deletes and waits. Shared by the cluster backend and th
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,32 @@ NAMESPACED = {"ResourceClaim", "ResourceClaimTemplate", "Pod", "Event", "PodGrou
 CLEANUP_TIMEOUT = 60.0
 
 
+API_TIMEOUT_ENV = "DRAKIT_API_TIMEOUT"  # seconds to wait for an API server's answer (default 120)
+CONNECT_SECONDS = 10.0
+
+
+def api_timeout() -> tuple[float, float]:
+    """(connect, read) seconds of every API call that does not set its own."""
+    raw = os.environ.get(API_TIMEOUT_ENV, "")
+    try:
+        read = float(raw) if raw else 120.0
+    except ValueError:
+        read = 120.0
+    read = read if 0 < read <= 3600 else 120.0
+    return min(CONNECT_SECONDS, read), read
+
+
+def bound_requests(api_client: Any) -> None:
+    """Give every request of *api_client* a (connect, read) timeout: the kubernetes client waits
+    for ever by default (a server that accepts and never answers hung drakit)."""
+    rest = api_client.rest_client
+    unbounded = rest.request
+
+    def request(*args: Any, _request_timeout: Any = None, **kwargs: Any) -> Any:
+        return unbounded(*args, _request_timeout=_request_timeout or api_timeout(), **kwargs)
+    rest.request = request
+
+
 class KubeApi:
     """A thin layer over the kubernetes DynamicClient that speaks wire-form dicts."""
 
@@ -41,6 +68,7 @@ class KubeApi:
         except KubeconfigError as exc:
             raise HarnessError(str(exc)) from None
         self.api_client = ApiClient(client_config)
+        bound_requests(self.api_client)
         try:  # the dynamic client reads the API discovery documents right away
             cache = str(cache_dir / "discovery-cache.json") if cache_dir is not None else None
             self.dynamic = DynamicClient(self.api_client, cache_file=cache)

@@ -1,7 +1,7 @@
 """The same corpus from outside and inside the cluster: both wall times, and whether the case
 statuses agree.
 
-Usage: ``python benchmarks/bench_incluster.py --kubeconfig FILE [--shards 2] [--image IMG] [--json] [PATHS...]``
+Usage: ``python benchmarks/bench_incluster.py --kubeconfig FILE [--shards 2] [--image IMG] [--host-network] [--json] [PATHS...]``
 
 1. **outside**: ``drakit run --backend cluster --kubeconfig FILE PATHS`` (one process, one
    case after another), from the start of the command to its end;
@@ -51,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kubeconfig", required=True)
     p.add_argument("--shards", type=int, default=2)
     p.add_argument("--image", default=None)
+    p.add_argument("--host-network", action="store_true", help="drakit run --in-cluster --host-network (the local cluster)")
     p.add_argument("--json", action="store_true")
     p.add_argument("paths", nargs="*")
     args = p.parse_args(argv)
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-incluster-") as tmp:
         base = Path(tmp)
         out_wall, out = timed([*drakit, "--backend", "cluster", "--out", "outside"], base)
-        image = ["--image", args.image] if args.image else []
+        image = (["--image", args.image] if args.image else []) + (["--host-network"] if args.host_network else [])
         in_wall, inside = timed([*drakit, "--in-cluster", "--shards", str(args.shards), *image, "--out", "inside"], base)
         figures: dict[str, Any] = {"outside": {"wallSeconds": round(out_wall, 1), "exit": out.returncode},
                                    "inCluster": {"wallSeconds": round(in_wall, 1), "exit": inside.returncode,

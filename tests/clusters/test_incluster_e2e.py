@@ -1,0 +1,216 @@
+"""drakit inside the cluster it tests, with real containers: the local cluster with a kubelet
+node over containerd + runc, drakit's offline-built image imported into it.
+
+- ``drakit run --in-cluster --shards 2`` over the kubeconfig corpus gives the statuses of the
+  same corpus run from outside, merged into one report, and leaves nothing in the cluster;
+- a shard pod killed mid-run makes the run INCOMPLETE naming that shard, and leaves nothing;
+- the sonobuoy plugin's pod, built the way sonobuoy's Job driver builds it (its default Job pod
+  spec, the plugin's container and extra volumes, a ``results`` emptyDir, the environment
+  ``sonobuoy gen`` sets), runs to completion writing the tarball and the ``done`` file where
+  sonobuoy's worker reads them; a stand-in for sonobuoy's worker container (whose image is not
+  built here) waits for ``done`` and lists the tarball.
+
+The pods run in the node's network (``--host-network``): the local cluster's pod network reaches
+nothing outside the pod.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.clusters.test_incluster import drakit, statuses
+from tests.clusters.test_shared_cluster_workers import CASE_FILES
+
+try:  # the containerd node runtime (issue 22); until it is in, these tests skip saying so
+    from drakit.clusters.local.pytest_fixture import containerd_cluster  # noqa: F401 - the fixture
+except ImportError:
+    pytest.skip("the local cluster has no containerd node runtime in this tree (issue 22)", allow_module_level=True)
+
+
+def _core(cluster: Any) -> Any:
+    from kubernetes import client, config
+    return client.CoreV1Api(config.new_client_from_config(config_file=str(cluster.kubeconfig)))
+
+
+@pytest.fixture(scope="module")
+def image(containerd_cluster: Any) -> str:  # noqa: F811
+    """drakit's image, built (or brought up to date) and imported into every containerd node."""
+    from drakit.clusters.images import build_images
+    (built,) = build_images(which=("driver",))
+    runtimes = [n.containerd for n in containerd_cluster.real.nodes.values() if getattr(n, "containerd", None)]
+    assert runtimes, "no containerd node"
+    for runtime in runtimes:
+        runtime.import_images([built.path])
+    return built.ref
+
+
+def _run_leftovers(cluster: Any) -> list[str]:
+    from drakit.conformance.backends.kubeapi import KubeApi
+    api = KubeApi(str(cluster.kubeconfig))
+    found = [f"Namespace {n['metadata']['name']}" for n in api.list("Namespace", None)
+             if "drakit.dev/in-cluster" in (n["metadata"].get("labels") or {})
+             or "drakit.dev/run" in (n["metadata"].get("labels") or {})]
+    found += [f"Node {n['metadata']['name']}" for n in api.list("Node", None)
+              if n["metadata"]["name"].startswith(("s1-", "s2-"))]
+    rbac = api.resource("rbac.authorization.k8s.io/v1", "ClusterRole")
+    found += [f"ClusterRole {r.metadata.name}" for r in rbac.get(label_selector="drakit.dev/in-cluster").items]
+    return found
+
+
+def test_two_shards_in_the_cluster_equal_the_run_from_outside(containerd_cluster: Any, image: str,  # noqa: F811
+                                                              tmp_path: Path) -> None:
+    kc = str(containerd_cluster.kubeconfig)
+    started = time.monotonic()
+    outside = drakit("run", *map(str, CASE_FILES), "--backend", "cluster", "--kubeconfig", kc, "--out", "outside",
+                     "--plain", "-q", cwd=tmp_path)
+    outside_wall = time.monotonic() - started
+    assert (tmp_path / "outside" / "results.json").exists(), outside.stdout[-3000:] + outside.stderr[-2000:]
+    started = time.monotonic()
+    inside = drakit("run", "--in-cluster", "--shards", "2", "--host-network", "--image", image, *map(str, CASE_FILES),
+                    "--kubeconfig", kc, "--out", "inside", cwd=tmp_path)
+    inside_wall = time.monotonic() - started
+    print(f"\noutside, one process: {outside_wall:.1f} s wall; in the cluster, 2 shards: {inside_wall:.1f} s wall")
+    print(inside.stdout[-1500:])
+    assert inside.returncode == outside.returncode == 0, inside.stdout[-4000:] + inside.stderr[-2000:]
+    merged = json.loads((tmp_path / "inside" / "results.json").read_text())
+    assert statuses(tmp_path / "inside" / "results.json") == statuses(tmp_path / "outside" / "results.json")
+    assert merged["verdict"]["result"] == "pass" and len(merged["run"]["merged"]["shards"]) == 2
+    assert sum(1 for c in merged["cases"] if c["status"] == "passed") >= 20
+    assert "shards: 1/2 running" in inside.stdout and "deleted everything the run created" in inside.stdout
+    assert (tmp_path / "inside" / "junit.xml").exists() and (tmp_path / "inside" / "report.html").exists()
+    assert _run_leftovers(containerd_cluster) == []
+
+
+def test_a_shard_pod_killed_mid_run_makes_the_run_incomplete_naming_it(containerd_cluster: Any, image: str,  # noqa: F811
+                                                                       tmp_path: Path) -> None:
+    from drakit.conformance.backends.kubeapi import KubeApi
+    from drakit.conformance.incluster.channel import read_progress
+    core = _core(containerd_cluster)
+    api = KubeApi(str(containerd_cluster.kubeconfig))
+    proc = subprocess.Popen([sys.executable, "-m", "drakit.conformance.cli", "run", "--in-cluster", "--shards", "2",
+                             "--host-network", "--image", image, *map(str, CASE_FILES), "--kubeconfig",
+                             str(containerd_cluster.kubeconfig), "--out", "out"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    killed = None
+    deadline = time.monotonic() + 600
+    while killed is None and time.monotonic() < deadline and proc.poll() is None:
+        for ns in [n.metadata.name for n in core.list_namespace().items if n.metadata.name.startswith("drakit-")]:
+            for pod in core.list_namespaced_pod(ns, label_selector="drakit.dev/shard=2").items:
+                if pod.status.phase != "Running":
+                    continue
+                progress = read_progress(api, ns, "drakit-shard-2")  # what the run itself follows
+                if progress and 1 <= progress[0] < progress[1]:  # mid-run: a case done, more to come
+                    core.delete_namespaced_pod(pod.metadata.name, ns, grace_period_seconds=0)
+                    killed = pod.metadata.name
+        time.sleep(0.5)
+    out = proc.communicate(timeout=900)[0]
+    assert killed, "shard 2 never ran a case: " + out[-3000:]
+    assert proc.returncode == 1, out[-4000:]
+    assert f"shard 2/2 lost: its pod {killed}" in out, out[-3000:]
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert results["verdict"]["result"] == "incomplete"
+    (missing,) = [r for r in results["verdict"]["reasons"] if r["code"] == "shard-missing"]
+    assert missing["shards"] == [2] and f"2/2 (lost: its pod {killed}" in missing["message"]
+    assert [s["index"] for s in results["run"]["merged"]["shards"]] == [1]
+    assert "deleted everything the run created" in out, out[-3000:]
+    assert _run_leftovers(containerd_cluster) == []
+
+
+def _sonobuoy_pod(definition: dict[str, Any], namespace: str, session: str, api_server: str) -> dict[str, Any]:
+    """The pod sonobuoy's Job driver makes of a plugin definition: its default Job pod spec
+    (restartPolicy Never, its service account, its tolerations, linux nodes), the plugin's
+    container, then the worker's (here a stand-in), the ``results`` emptyDir and the plugin's
+    extra volumes; the plugin's environment as ``sonobuoy gen`` sets it."""
+    spec = dict(definition["spec"])
+    results_dir = "/tmp/sonobuoy/results"
+    spec["env"] = [*spec.get("env", []), {"name": "SONOBUOY_RESULTS_DIR", "value": results_dir},
+                   {"name": "RESULTS_DIR", "value": results_dir}, {"name": "SONOBUOY", "value": "true"},
+                   {"name": "SONOBUOY_K8S_VERSION", "value": "v1.37.2"},
+                   {"name": "DRAKIT_API_SERVER", "value": api_server}]  # the local cluster's pods: node network
+    # what the ServiceAccount admission plugin mounts on a cluster that runs it (the local one does not)
+    from drakit.conformance.incluster.manifests import TOKEN_MOUNT, token_volume
+    spec["volumeMounts"] = [*spec["volumeMounts"], {"name": "token", "mountPath": TOKEN_MOUNT, "readOnly": True}]
+    spec["terminationMessagePolicy"] = "FallbackToLogsOnError"  # its last lines in the pod's status on an error
+    worker = {"name": "sonobuoy-worker", "image": spec["image"], "imagePullPolicy": "IfNotPresent",
+              "command": ["python3", "-c", WORKER], "terminationMessagePolicy": "FallbackToLogsOnError",
+              "volumeMounts": [{"name": "results", "mountPath": results_dir}]}
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"sonobuoy-drakit-job-{session}", "namespace": namespace,
+                         "labels": {"component": "sonobuoy", "sonobuoy-plugin": "drakit", "sonobuoy-run": session}},
+            "spec": {"restartPolicy": "Never", "serviceAccountName": "sonobuoy-serviceaccount",
+                     "tolerations": [{"key": "node-role.kubernetes.io/master", "operator": "Exists", "effect": "NoSchedule"},
+                                     {"key": "CriticalAddonsOnly", "operator": "Exists"}],
+                     "nodeSelector": {"kubernetes.io/os": "linux"},
+                     "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                         {"matchExpressions": [{"key": "type", "operator": "NotIn", "values": ["kwok"]}]}]}}},
+                     "hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet",
+                     "containers": [spec, worker],
+                     "automountServiceAccountToken": False,
+                     "volumes": [{"name": "results", "emptyDir": {}}, *definition.get("extra-volumes", []),
+                                 token_volume()]}}
+
+
+# what sonobuoy's worker does with the done file: wait for it, read the path in it; here, list the tarball
+WORKER = r"""
+import os, sys, tarfile, time
+done = '/tmp/sonobuoy/results/done'
+while not os.path.exists(done):
+    time.sleep(1)
+time.sleep(1)
+path = open(done).read().strip()
+lines = ['DONE ' + path]
+with tarfile.open(path) as tar:
+    lines += ['MEMBER ' + name for name in tar.getnames()]
+    junit = tar.extractfile('junit.xml').read().decode()
+    lines += ['TESTCASES %d' % junit.count('<testcase '), 'FAILURES %d' % junit.count('<failure')]
+print('\n'.join(lines))
+open('/dev/termination-log', 'w').write('\n'.join(lines))  # read from the pod's status (no kubelet logs here)
+"""
+
+
+def test_the_sonobuoy_plugin_job_runs_to_completion_with_its_done_file(containerd_cluster: Any, image: str) -> None:  # noqa: F811
+    import yaml
+    from kubernetes import client
+    res = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "sonobuoy-plugin", "--image", image, "--",
+                          "-k", "template-claims"], capture_output=True, text=True, timeout=60)
+    definition = yaml.safe_load(res.stdout)  # the image's own suites, one file of them
+    core = _core(containerd_cluster)
+    rbac = client.RbacAuthorizationV1Api(core.api_client)
+    session = uuid.uuid4().hex[:8]
+    ns = f"sonobuoy-{session}"
+    core.create_namespace({"metadata": {"name": ns}})
+    try:
+        core.create_namespaced_service_account(ns, {"metadata": {"name": "sonobuoy-serviceaccount"}})
+        rbac.create_cluster_role_binding({"metadata": {"name": ns}, "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"kind": "ServiceAccount", "name": "sonobuoy-serviceaccount", "namespace": ns}]})
+        server = str(core.api_client.configuration.host)
+        pod = _sonobuoy_pod(definition, ns, session, server)
+        core.create_namespaced_pod(ns, pod)
+        name = pod["metadata"]["name"]
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            phase = core.read_namespaced_pod(name, ns).status.phase
+            if phase in ("Succeeded", "Failed"):
+                break
+            time.sleep(2)
+        ended = {c.name: c.state.terminated for c in core.read_namespaced_pod(name, ns).status.container_statuses}
+        plugin_log = f"plugin: {ended['plugin']}\nworker: {ended['sonobuoy-worker']}"
+        worker_log = (ended["sonobuoy-worker"].message or "") if ended["sonobuoy-worker"] else ""
+        assert phase == "Succeeded", plugin_log[-3000:] + worker_log[-2000:]
+        assert "DONE /tmp/sonobuoy/results/drakit-results.tar.gz" in worker_log, worker_log
+        members = sorted(line.split()[1] for line in worker_log.splitlines() if line.startswith("MEMBER "))
+        assert members == ["junit.xml", "report.html", "results.json"]
+        testcases = int(next(line.split()[1] for line in worker_log.splitlines() if line.startswith("TESTCASES ")))
+        assert testcases >= 3 and "FAILURES 0" in worker_log
+    finally:
+        rbac.delete_cluster_role_binding(ns)
+        core.delete_namespace(ns)

@@ -149,7 +149,7 @@ def summarise(out: Mapping[str, Any], inputs: Inputs,
     nodes = [n for n in out["nodes"] if not n["fits"]]
     if not nodes:
         return {"closestNode": None, "check": "no-node", "reason": out.get("message") or "", "fix": None,
-                "checked": False, "singleChange": False, "blockers": []}
+                "checked": False, "singleChange": False, "blockers": [], "changes": [], "change": None}
     ranked = sorted(nodes, key=lambda n: (_node_distance(n)[:3], n["name"]))
     tries = 0
     first: dict[str, Any] | None = None
@@ -159,7 +159,7 @@ def summarise(out: Mapping[str, Any], inputs: Inputs,
             reason = "; ".join(r["reason"] for r in n["refusals"])
             s = {"closestNode": n["name"], "check": "node:" + n["refusals"][0]["plugin"],
                  "reason": f"node {n['name']}: {reason}", "fix": None, "checked": False,
-                 "singleChange": False, "blockers": [r["reason"] for r in n["refusals"]]}
+                 "singleChange": False, "blockers": [r["reason"] for r in n["refusals"]], "changes": [], "change": None}
             first = first or s
             continue
         if not short:  # every request has devices alone: a combination fails
@@ -176,7 +176,7 @@ def summarise(out: Mapping[str, Any], inputs: Inputs,
                 "allocating" if combo.get("competing") else "combination"
             s = {"closestNode": n["name"], "check": check,
                  "reason": f"node {n['name']}: " + ("; ".join(texts) or "cannot allocate all claims"),
-                 "fix": None, "checked": False, "singleChange": False, "blockers": texts}
+                 "fix": None, "checked": False, "singleChange": False, "blockers": texts, "changes": [], "change": None}
             first = first or s
             continue
         claim, request, entry, lack = short[0]
@@ -202,12 +202,14 @@ def summarise(out: Mapping[str, Any], inputs: Inputs,
         s = {"closestNode": n["name"], "check": check,
              "reason": head, "fix": None, "checked": False, "singleChange": False,
              "blockers": [fix_text(k, f"claim {claim} request {name}") + f" ({len(v)} device(s))"
-                          for k, v in sorted(groups.items(), key=lambda kv: -len(kv[1]))]}
+                          for k, v in sorted(groups.items(), key=lambda kv: -len(kv[1]))],
+             "changes": [{"check": k[0], "claim": claim, "request": request, "key": k}
+                         for k, v in sorted(groups.items(), key=lambda kv: -len(kv[1]))], "change": None}
         if lack > len(refused):
             s["blockers"].append(f"only {in_class} device(s) of class {entry.get('class', '?')} on the node, "
                                  f"{entry['need']} needed")
         first = first or s
-        if len(short) > 1 or n["name"] not in inputs:
+        if n["name"] not in inputs:
             continue
         alloc, node, claims = inputs[n["name"]]
         for key, devs in sorted(groups.items(), key=lambda kv: (kv[0][0] != check, PREFERENCE.get(kv[0][0], 9),
@@ -217,7 +219,8 @@ def summarise(out: Mapping[str, Any], inputs: Inputs,
             tries += 1
             changed = _change(key, alloc, claims, claim, request, released)
             if changed is not None and _fits(changed[0], node, changed[1]):
-                s.update(fix=fix_text(key, f"claim {claim} request {name}"), checked=True, singleChange=True)
+                s.update(fix=fix_text(key, f"claim {claim} request {name}"), checked=True, singleChange=True,
+                         change={"check": key[0], "claim": claim, "request": request, "key": key})
                 return s
     assert first is not None
     return first

@@ -48,6 +48,8 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPars
     up.add_argument("--feature-gates", default="", help="gates on top of the default (every DRA gate on), A=true,B=false")
     up.add_argument("--no-dra-gates", action="store_true", help="start from the binaries' default gates, not all DRA gates on")
     up.add_argument("--run-dir", default=None, help="where certificates, logs and state go (default: per-user temp dir)")
+    up.add_argument("--runtime", default=None, choices=("containerd", "fake"),
+                    help="the kubelet nodes' container runtime: containerd + runc (default) or drakit's fake CRI")
     up.add_argument(
         "--stage-set",
         default="on-bind",
@@ -188,6 +190,7 @@ def _up(args: argparse.Namespace) -> int:
         timeout=180.0 if args.timeout is None else args.timeout,
         progress=lambda m: print(f"cluster: {m}", flush=True),
         kubelet_nodes=[(inv.node_name, inv.node_labels()) for inv in inventories],
+        runtime=args.runtime,
     )
     try:
         cluster.up()

@@ -4,7 +4,8 @@ A run stopped by SIGKILL cannot clean up: the local cluster's run folder (``drak
 etcd data, PKI keys, logs; its processes die with the run, through ``setpriv --pdeathsig``), the
 real kubelet nodes' folders outside it (``drakit-n-*``, listed in its ``state.json``), and the
 fake nodes' folders of the node agent (``drakit-*`` with an owner file: plugin sockets,
-checkpoints, CDI specs). Each carries its owner (pid and start time). :func:`sweep` removes the
+checkpoints, CDI specs), and the cgroups runc made for a containerd node's pods (empty: their
+processes died with the node's PID namespace). Each carries its owner (pid and start time). :func:`sweep` removes the
 ones of this user whose owner is gone, stopping any process a cluster's state still lists; a
 later ``drakit run`` does it before it starts, and so does ``drakit cluster down``. Folders of
 live runs, of other users, and of clusters started with ``drakit cluster up`` (they outlive
@@ -68,6 +69,8 @@ def sweep(tmp: Path | None = None, progress: Callable[[str], None] | None = None
                 alive = [p for p in procs.procs_from_state(state) if procs.info_alive(p)]
                 if alive:
                     procs.stop(alive)
+                from drakit.clusters.local.containerd import cgroup_parent, remove_cgroups
+                remove_cgroups(cgroup_parent(folder, ""))  # the pods' cgroups runc made
                 for extra in state.get("extra_dirs") or []:
                     extra_path = Path(str(extra))
                     if extra_path.name.startswith("drakit-") and _mine(extra_path):

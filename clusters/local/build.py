@@ -11,6 +11,12 @@ Small Go modules live next to this file (their go.mod and go.sum are committed):
 - ``testdriverbin``: upstream's e2e DRA test driver (``k8s.io/kubernetes/test/e2e/dra/test-driver``,
   binary ``dra-test-driver``), the driver nobody here wrote that the driver suite and
   ``drakit node-check`` are proven on (vendor profile ``examples/upstream-test-driver.yaml``);
+- ``containerdbin``: containerd, its runc shim and ``ctr`` (``github.com/containerd/containerd/v2``),
+  the real container runtime under the kubelet nodes (:mod:`clusters.local.runtime`);
+- ``runcbin``: runc with seccomp (cgo: a C compiler, ``pkg-config`` and Debian's
+  ``libseccomp-dev``; containerd gives every sandbox the RuntimeDefault seccomp profile);
+- ``podnet``: drakit's own pod-network CNI plugin (Go source in the project: a veth pair with both
+  ends inside the pod's network namespace) and the CNI ``host-local`` and ``loopback`` plugins;
 - ``dracaller``: drakit's own benchmark caller of a DRA plugin's socket (Go source in the
   project, on ``k8s.io/kubelet``'s DRA API and gRPC-Go, calling as the kubelet does), used by
   ``benchmarks/bench_grpc.py``; no cluster needs it.
@@ -36,6 +42,9 @@ from pathlib import Path
 
 KUBE_VERSION = "v1.37.2"
 ETCD_VERSION = "3.6.16"
+CONTAINERD_VERSION = "v2.4.2"
+RUNC_VERSION = "1.5.3"
+CNI_PLUGINS_VERSION = "v1.9.1"
 KWOK_VERSION = "0.8.0"
 MIN_GO = (1, 26)
 MIN_FREE_BYTES = 8 * 1000**3
@@ -67,6 +76,10 @@ class Group:
     module_dir: Path
     binaries: tuple[Binary, ...]
     ldflags: Callable[[], str]
+    tags: str = BUILD_TAGS
+    #: Needs cgo (a C compiler and the C libraries named in ``needs``).
+    cgo: bool = False
+    needs: str = ""
 
 
 @dataclass(slots=True)
@@ -113,6 +126,18 @@ def _plain_ldflags() -> str:
     return "-s -w"
 
 
+def _containerd_ldflags() -> str:
+    return f"-s -w -X github.com/containerd/containerd/v2/version.Version={CONTAINERD_VERSION}"
+
+
+def _runc_ldflags() -> str:
+    return f"-s -w -X main.version={RUNC_VERSION}"
+
+
+def _cni_ldflags() -> str:
+    return f"-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion={CNI_PLUGINS_VERSION}"
+
+
 _KUBE_VERSION_RE = rf"^Kubernetes {re.escape(KUBE_VERSION)}$"
 
 GROUPS: tuple[Group, ...] = (
@@ -152,6 +177,38 @@ GROUPS: tuple[Group, ...] = (
         _plain_ldflags,
     ),
     Group(
+        "containerd",
+        HERE / "containerdbin",
+        (Binary("containerd", "github.com/containerd/containerd/v2/cmd/containerd", ("--version",),
+                rf"^containerd \S+ {re.escape(CONTAINERD_VERSION)}\b"),
+         Binary("containerd-shim-runc-v2", "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2",
+                ("-v",), rf"Version:\s+{re.escape(CONTAINERD_VERSION)}\b"),
+         Binary("ctr", "github.com/containerd/containerd/v2/cmd/ctr", ("--version",),
+                rf"^ctr \S+ {re.escape(CONTAINERD_VERSION)}\b")),
+        _containerd_ldflags,
+        tags="no_btrfs,no_devmapper,no_zfs,no_aufs,grpcnotrace",
+    ),
+    Group(
+        "runc",
+        HERE / "runcbin",
+        (Binary("runc", "github.com/opencontainers/runc", ("--version",),
+                rf"^runc version {re.escape(RUNC_VERSION)}$"),),
+        _runc_ldflags,
+        tags="seccomp",
+        cgo=True,
+        needs="a C compiler, pkg-config and libseccomp's headers (Debian: gcc pkg-config libseccomp-dev)",
+    ),
+    Group(
+        "podnet",
+        HERE / "podnet",
+        (Binary("podnet", ".", (), r"^drakit-podnet \d+\.\d+\.\d+$"),
+         Binary("host-local", "github.com/containernetworking/plugins/plugins/ipam/host-local", (),
+                rf"host-local.*{re.escape(CNI_PLUGINS_VERSION)}"),
+         Binary("loopback", "github.com/containernetworking/plugins/plugins/main/loopback", (),
+                rf"loopback.*{re.escape(CNI_PLUGINS_VERSION)}")),
+        _cni_ldflags,
+    ),
+    Group(
         "dracaller",
         HERE / "dracaller",
         (Binary("dracaller", ".", ("--version",), r"^drakit-dracaller \d+\.\d+\.\d+$"),),
@@ -162,11 +219,15 @@ GROUPS: tuple[Group, ...] = (
 BINARY_NAMES: tuple[str, ...] = tuple(b.name for g in GROUPS for b in g.binaries)
 #: What the real kubelet nodes need on top of the control plane and kwok.
 NODE_BINARIES: tuple[str, ...] = ("kubelet", "fakecri")
+#: The real container runtime of the kubelet nodes (containerd + runc, CNI plugins).
+RUNTIME_BINARIES: tuple[str, ...] = ("containerd", "containerd-shim-runc-v2", "ctr", "runc", "podnet",
+                                     "host-local", "loopback")
 #: Tools built alongside that no cluster runs (the benchmark caller).
 TOOL_BINARIES: tuple[str, ...] = ("dracaller",)
 #: What a cluster with real kubelet nodes needs.
 CLUSTER_BINARIES: tuple[str, ...] = tuple(n for n in BINARY_NAMES if n not in TOOL_BINARIES)
-CONTROL_PLANE_BINARIES: tuple[str, ...] = tuple(n for n in CLUSTER_BINARIES if n not in NODE_BINARIES)
+CONTROL_PLANE_BINARIES: tuple[str, ...] = tuple(n for n in CLUSTER_BINARIES
+                                               if n not in NODE_BINARIES and n not in RUNTIME_BINARIES)
 
 
 def cache_root() -> Path:
@@ -182,10 +243,10 @@ def bin_dir() -> Path:
     return cache_root() / "bin" / f"k8s-{KUBE_VERSION}"
 
 
-def go_env() -> dict[str, str]:
+def go_env(cgo: bool = False) -> dict[str, str]:
     env = dict(os.environ)
     env.setdefault("GOTOOLCHAIN", "local")
-    env["CGO_ENABLED"] = "0"
+    env["CGO_ENABLED"] = "1" if cgo else "0"
     # The committed go.sum must be complete; never let the build rewrite go.mod.
     # Setting GOFLAGS in the environment hides a GOFLAGS from 'go env -w': state what matters.
     flags = [f for f in env.get("GOFLAGS", "").split() if not f.startswith(("-mod=", "-buildvcs"))]
@@ -295,7 +356,7 @@ def _build_group(group: Group, out: Path, progress: Progress) -> None:
     tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=out))
     try:
         cmd = [
-            "go", "build", "-trimpath", "-tags", BUILD_TAGS,
+            "go", "build", "-trimpath", "-tags", group.tags,
             "-ldflags", group.ldflags(), "-o", str(tmp) + os.sep,
             *(b.package for b in group.binaries),
         ]  # fmt: skip
@@ -304,7 +365,7 @@ def _build_group(group: Group, out: Path, progress: Progress) -> None:
             fh.write("$ " + " ".join(cmd) + "\n")
             fh.flush()
             proc = subprocess.run(
-                cmd, cwd=group.module_dir, env=go_env(), stdout=fh, stderr=subprocess.STDOUT, check=False
+                cmd, cwd=group.module_dir, env=go_env(group.cgo), stdout=fh, stderr=subprocess.STDOUT, check=False
             )
         if proc.returncode != 0:
             tail = log.read_text().strip().splitlines()[-15:]

@@ -117,6 +117,11 @@ class ComponentFlags:
             "--service-cluster-ip-range=10.96.0.0/16",
             "--endpoint-reconciler-type=none",
             "--authorization-mode=Node,RBAC",
+            # logs and exec through the kubelets: dial the Node's InternalIP (127.0.0.1) as a
+            # client the kubelets' x509 authentication accepts
+            "--kubelet-preferred-address-types=InternalIP",
+            f"--kubelet-client-certificate={p / 'admin.crt'}",
+            f"--kubelet-client-key={p / 'admin.key'}",
             "--allow-privileged=true",
             # No kubelet creates service-account tokens for kwok pods; without this admission
             # plugin pods do not wait for the namespace's default ServiceAccount.

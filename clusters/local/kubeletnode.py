@@ -31,7 +31,7 @@ import os
 import shlex
 import shutil
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,12 @@ from typing import Any
 import yaml
 
 from drakit.clusters.local import procs
+from drakit.clusters.local.containerd import KUBELET_ROOT, ContainerdRuntime, enter_argv, remove_cgroups
+
+#: The node runtimes: containerd + runc (real containers), or drakit's fake CRI (no process runs).
+CONTAINERD = "containerd"
+FAKE = "fake"
+RUNTIMES = (CONTAINERD, FAKE)
 
 #: The sysctls the kubelet's container manager sets at start (``setupKernelTunables``).
 SYSCTLS = (
@@ -140,8 +146,11 @@ class NodePaths:
 
 
 def kubelet_config(paths: NodePaths, *, port: int, healthz_port: int, ca_file: Path, tls_cert: Path,
-                   tls_key: Path, v1: bool, max_pods: int = 110) -> dict[str, Any]:
-    """The KubeletConfiguration of one node (feature gates go on the command line)."""
+                   tls_key: Path, v1: bool, max_pods: int = 110, runtime_socket: Path | None = None,
+                   cgroup_root: str | None = None) -> dict[str, Any]:
+    """The KubeletConfiguration of one node (feature gates go on the command line); the fake CRI
+    unless ``runtime_socket`` names containerd's, whose pods' cgroups go below ``cgroup_root``."""
+    endpoint = f"unix://{runtime_socket or paths.cri_socket}"
     cfg: dict[str, Any] = {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",
@@ -155,8 +164,8 @@ def kubelet_config(paths: NodePaths, *, port: int, healthz_port: int, ca_file: P
         "authentication": {"anonymous": {"enabled": False}, "webhook": {"enabled": False},
                            "x509": {"clientCAFile": str(ca_file)}},
         "authorization": {"mode": "AlwaysAllow"},
-        "containerRuntimeEndpoint": f"unix://{paths.cri_socket}",
-        "imageServiceEndpoint": f"unix://{paths.cri_socket}",
+        "containerRuntimeEndpoint": endpoint,
+        "imageServiceEndpoint": endpoint,
         "cgroupDriver": "cgroupfs",
         "cgroupsPerQOS": False,
         "enforceNodeAllocatable": [],
@@ -179,18 +188,25 @@ def kubelet_config(paths: NodePaths, *, port: int, healthz_port: int, ca_file: P
         # chains (KUBE-FIREWALL, KUBE-KUBELET-CANARY, ...) to the host's ruleset.
         "makeIPTablesUtilChains": False,
     }
+    if cgroup_root:
+        cfg["cgroupRoot"] = cgroup_root
     if v1:
         cfg["failCgroupV1"] = False
     return cfg
 
 
-def kubelet_args(paths: NodePaths, name: str, labels: Mapping[str, str], gates: str, verbosity: int = 2) -> list[str]:
+def kubelet_args(paths: NodePaths, name: str, labels: Mapping[str, str], gates: str, verbosity: int = 2,
+                 root_dir: str | None = None) -> list[str]:
+    """The kubelet's flags; ``root_dir`` is where the kubelet sees ``paths.root_dir`` (on a
+    containerd node it is bound on ``/var/lib/kubelet`` in the node's namespace)."""
     args = [
         f"--config={paths.config}",
         f"--kubeconfig={paths.kubeconfig}",
-        f"--root-dir={paths.root_dir}",
+        f"--root-dir={root_dir or paths.root_dir}",
         f"--cert-dir={paths.cert_dir}",
         f"--hostname-override={name}",
+        # the API server reaches the kubelet (logs, exec) on 127.0.0.1, not on eth0's address
+        "--node-ip=127.0.0.1",
         f"--v={verbosity}",
         # One line when the kubelet's start-up wipe of the node's ResourceSlices is done
         # (KubeletNode.wiped): a publisher must publish after it.
@@ -276,7 +292,8 @@ class KubeletNode:
     def __init__(self, name: str, node_dir: Path, *, bin_dir: Path, server: str, ca_file: Path,
                  client_cert: tuple[Path, Path], serving_cert: tuple[Path, Path], ports: tuple[int, int],
                  labels: Mapping[str, str] | None = None, gates: str = "", detached: bool = False,
-                 progress: Progress | None = None) -> None:
+                 progress: Progress | None = None, runtime: str = FAKE,
+                 cgroup: str | None = None, images: Sequence[Path] = ()) -> None:
         self.name = name
         self.paths = NodePaths(node_dir)
         self.bin_dir = bin_dir
@@ -292,6 +309,17 @@ class KubeletNode:
         self.procs: dict[str, procs.ProcInfo] = {}
         self._popen: dict[int, Any] = {}
         self._log_offset = 0
+        if runtime not in RUNTIMES:
+            raise ValueError(f"unknown node runtime {runtime!r} (one of {', '.join(RUNTIMES)})")
+        self.runtime = runtime
+        self.containerd: ContainerdRuntime | None = None
+        if runtime == CONTAINERD:
+            self.containerd = ContainerdRuntime(name, node_dir, bin_dir, cgroup or f"/drakit-{name}", images)
+        self._pid1: int | None = None
+
+    @property
+    def runtime_socket(self) -> Path:
+        return self.containerd.socket if self.containerd is not None else self.paths.cri_socket
 
     # ---------------------------------------------------------------- files
     def write_files(self) -> None:
@@ -304,8 +332,12 @@ class KubeletNode:
         host = read_sysctls()
         for name in SYSCTLS:
             (p.sysctl_dir / name.replace("/", ".")).write_text(host.get(name, "0") + "\n")
+        rt = self.containerd
         cfg = kubelet_config(p, port=self.port, healthz_port=self.healthz_port, ca_file=self.ca_file,
-                             tls_cert=self.serving_cert[0], tls_key=self.serving_cert[1], v1=cgroup_v1())
+                             tls_cert=self.serving_cert[0], tls_key=self.serving_cert[1], v1=cgroup_v1(),
+                             runtime_socket=rt.socket if rt else None, cgroup_root=rt.cgroup if rt else None)
+        if rt is not None:
+            rt.write_files()
         p.config.write_text(yaml.safe_dump(cfg, sort_keys=False))
         _write_node_kubeconfig(p.kubeconfig, self.server, self.ca_file, *self.client_cert, self.name)
         p.cri_record.touch(mode=0o600)
@@ -327,6 +359,9 @@ class KubeletNode:
         return info
 
     def start_cri(self) -> procs.ProcInfo:
+        """Start the node's container runtime: containerd in the node's namespaces, or the fake CRI."""
+        if self.containerd is not None:
+            return self._start_containerd(self.containerd)
         p = self.paths
         info = self._spawn("fakecri", [str(self.bin_dir / "fakecri"), f"--listen={p.cri_socket}",
                                        f"--record={p.cri_record}", f"--cdi-dir={p.cdi_dir}", f"--fs-dir={p.dir}",
@@ -341,9 +376,29 @@ class KubeletNode:
             time.sleep(0.02)
         return info
 
+    def _start_containerd(self, rt: ContainerdRuntime) -> procs.ProcInfo:
+        shadows = {name: self.paths.sysctl_dir / name.replace("/", ".") for name in SYSCTLS}
+        keep = [self.ca_file.parent, self.bin_dir, *(c.parent for c in (*self.client_cert, *self.serving_cert))]
+        info = self._spawn("containerd", rt.argv(shadows, self.paths.cwd, keep))
+        self._pid1 = rt.wait_started(info)
+        rt.import_images()
+        return info
+
+    def enter(self, argv: list[str]) -> list[str]:
+        """``argv`` run in the node's mount and PID namespaces (containerd nodes only): where a
+        driver sees ``/var/lib/kubelet`` and NRI's socket as the node's own."""
+        if self._pid1 is None:
+            raise RuntimeError(f"node {self.name} has no namespace of its own (runtime {self.runtime})")
+        return enter_argv(self._pid1, argv)
+
     def start_kubelet(self) -> procs.ProcInfo:
         log = self.paths.dir / "kubelet.log"
         self._log_offset = log.stat().st_size if log.exists() else 0
+        if self.containerd is not None:
+            args = kubelet_args(self.paths, self.name, self.labels, self.gates, root_dir=KUBELET_ROOT)
+            script = (f"cd {shlex.quote(str(self.paths.cwd))}\n"
+                      + "exec " + " ".join(shlex.quote(a) for a in [str(self.bin_dir / "kubelet"), *args]) + "\n")
+            return self._spawn("kubelet", self.enter(["/bin/sh", "-c", script]))
         script = namespace_script(self.paths, self.bin_dir / "kubelet",
                                   kubelet_args(self.paths, self.name, self.labels, self.gates))
         return self._spawn("kubelet", ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script])
@@ -358,9 +413,20 @@ class KubeletNode:
         return self.start_kubelet()
 
     def stop(self) -> None:
-        order = [self.procs[r] for r in ("kubelet", "fakecri") if r in self.procs]
+        order = [self.procs[r] for r in ("kubelet", "containerd", "fakecri") if r in self.procs]
         procs.stop(order, popen=self._popen)
         self.procs.clear()
+        self._pid1 = None
+        if self.containerd is not None:
+            remove_cgroups(self.containerd.cgroup)
+
+    def containers(self, namespace: str, pod: str, container: str | None = None) -> list[dict[str, Any]]:
+        """What the runtime gave each container of a pod (optionally one), oldest first: the fake
+        CRI's record, or containerd's own (:func:`containerd.containers_from_info`)."""
+        if self.containerd is not None:
+            found = self.containerd.containers(namespace, pod)
+            return [e for e in found if container is None or e.get("container") == container]
+        return containers_of(read_cri_record(self.paths.cri_record), namespace, pod, container)
 
     def wiped(self) -> bool:
         """Whether the kubelet started last has deleted its node's ResourceSlices (it does that

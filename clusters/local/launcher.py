@@ -37,6 +37,7 @@ from drakit.clusters.local import gates as gatesmod
 from drakit.clusters.local import kubeletnode, kwokconfig, pki, procs
 from drakit.clusters.local.errors import ClusterError
 from drakit.clusters.local.flags import ComponentFlags, FlagError, check_component_args, merge_flags
+from drakit.clusters.local.containerd import cgroup_parent, remove_cgroups
 from drakit.clusters.local.realnodes import KubeletNodes, RealNodes
 
 RUNTIME_CONFIG = (
@@ -98,6 +99,7 @@ class LocalCluster(ComponentFlags, KubeletNodes):
         real_nodes: bool = True,
         kubelet_claim_read: bool = True,
         component_args: Mapping[str, Sequence[str]] | None = None,
+        runtime: str | None = None,
     ) -> None:
         try:
             self.component_args = check_component_args(component_args or {})
@@ -141,6 +143,10 @@ class LocalCluster(ComponentFlags, KubeletNodes):
             "real kubelet nodes were not asked for" if not real_nodes else kubeletnode.unavailable_reason()
         )
         self.real: RealNodes | None = None
+        # containerd + runc under the kubelets, or the fake CRI (kubeletnode.RUNTIMES)
+        self.node_runtime = runtime or os.environ.get("DRAKIT_RUNTIME") or kubeletnode.CONTAINERD
+        if self.node_runtime not in kubeletnode.RUNTIMES:
+            raise ClusterError(f"unknown node runtime {self.node_runtime!r}; use one of {', '.join(kubeletnode.RUNTIMES)}")
         # RBAC read of ResourceClaims for kubelets (realnodes.CLAIM_READ_ROLE: no authorizer race)
         self.kubelet_claim_read = kubelet_claim_read
         self._extra_dirs: list[str] = []
@@ -208,6 +214,10 @@ class LocalCluster(ComponentFlags, KubeletNodes):
             self._up = False
             if self.real is not None:
                 self.real.nodes.clear()
+            # the pods' cgroups runc made below this run's parent (also after a killed owner)
+            left = remove_cgroups(cgroup_parent(self.run_dir, ""))
+            if left:
+                self.progress(f"cgroups that could not be removed: {', '.join(left)}")
             self._remove_run_dir()
             for extra in self._extra_dirs:
                 shutil.rmtree(extra, ignore_errors=True)
@@ -477,7 +487,7 @@ class LocalCluster(ComponentFlags, KubeletNodes):
 
 
 #: Teardown order: consumers first (drivers, then kubelets, then their runtimes), etcd last.
-_STOP_ORDER = {"driver": -3, "kubelet": -2, "fakecri": -1, "kwok": 0, "kube-scheduler": 1,
+_STOP_ORDER = {"driver": -3, "kubelet": -2, "fakecri": -1, "containerd": -1, "kwok": 0, "kube-scheduler": 1,
                "kube-controller-manager": 2, "kube-apiserver": 3, "etcd": 4}
 
 

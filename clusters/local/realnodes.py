@@ -28,7 +28,8 @@ from typing import Any
 from drakit.clusters.local import gates as gatesmod
 from drakit.clusters.local import pki, procs
 from drakit.clusters.local.errors import ClusterError
-from drakit.clusters.local.kubeletnode import MAX_NODE_DIR, KubeletNode
+from drakit.clusters.local.containerd import cgroup_parent, remove_cgroups
+from drakit.clusters.local.kubeletnode import CONTAINERD, FAKE, MAX_NODE_DIR, KubeletNode
 
 #: How often a kubelet node that exits while starting is started again (each time with fresh ports).
 START_ATTEMPTS = 3
@@ -49,6 +50,9 @@ Progress = Callable[[str], None]
 #: CRI-O send) instead of at its next periodic relist, which comes once a second: an init
 #: container's completion and a stopped container are seen at once.
 KUBELET_EXTRA_GATES = {"EventedPLEG": True}
+#: The images every containerd node imports at start (clusters.images): the sandbox's and the
+#: cases' pods'. Others (the fake driver's) are imported by whoever runs them.
+NODE_IMAGES = ("pause", "busybox")
 
 
 class RealNodeError(ClusterError):
@@ -66,7 +70,8 @@ def short_temp_dir() -> str:
 
 class RealNodes:
     def __init__(self, *, run_dir: Path, bin_dir: Path, server: str, pki_: pki.PKI, kubelet_gates: Mapping[str, bool],
-                 detached: bool, on_procs: Callable[[], None], progress: Progress, nodes_dir: Path | None = None) -> None:
+                 detached: bool, on_procs: Callable[[], None], progress: Progress, nodes_dir: Path | None = None,
+                 runtime: str = FAKE) -> None:
         self.run_dir = run_dir
         self.bin_dir = bin_dir
         self.server = server
@@ -77,6 +82,19 @@ class RealNodes:
         self.progress = progress
         self.nodes: dict[str, KubeletNode] = {}
         self.nodes_dir = nodes_dir or self._pick_nodes_dir()
+        self.runtime = runtime
+        self._images: list[Path] | None = None
+
+    def images(self) -> list[Path]:
+        """The image archives every containerd node imports (built once, then cached)."""
+        if self._images is None:
+            from drakit.clusters.images import ensure_images
+
+            try:
+                self._images = ensure_images(self.progress, which=NODE_IMAGES)
+            except Exception as exc:  # noqa: BLE001 - any build failure is one line for the user
+                raise RealNodeError(f"the node images cannot be built: {exc}") from None
+        return self._images
 
     def _pick_nodes_dir(self) -> Path:
         """The nodes' folder: in the run folder when its path leaves room for the kubelet's Unix
@@ -114,10 +132,13 @@ class RealNodes:
         except pki.PKIError as exc:
             raise RealNodeError(str(exc)) from None
         ports = procs.free_ports(2)
+        real = self.runtime == CONTAINERD
         node = KubeletNode(name, node_dir, bin_dir=self.bin_dir, server=self.server, ca_file=self.pki.ca_crt,
                            client_cert=crt, serving_cert=(self.pki.serving_crt, self.pki.serving_key),
                            ports=(ports[0], ports[1]), labels=labels, gates=self.gates, detached=self.detached,
-                           progress=self.progress)
+                           progress=self.progress, runtime=self.runtime,
+                           cgroup=cgroup_parent(self.run_dir, name) if real else None,
+                           images=self.images() if real else ())
         self.nodes[name] = node
         try:
             node.start()
@@ -171,6 +192,7 @@ class RealNodes:
             node = self.nodes.pop(name)
             node.stop()
         self.on_procs()
+        remove_cgroups(cgroup_parent(self.run_dir, ""))
 
     def remove_dirs(self) -> None:
         if self.outside_run_dir:
@@ -182,6 +204,7 @@ class KubeletNodes:
     process list, state file and API credentials)."""
 
     real: RealNodes | None
+    node_runtime: str
     real_nodes_reason: str | None
     prestart_kubelet_nodes: list[tuple[str, Mapping[str, str]]]
     run_dir: Path
@@ -213,7 +236,7 @@ class KubeletNodes:
         comes up."""
         self.real = RealNodes(run_dir=self.run_dir, bin_dir=self.bin_dir, server=self.server, pki_=pki_,
                               kubelet_gates=self.gates.get("kubelet", {}), detached=self.detached,
-                              on_procs=self._save_state, progress=self.progress)
+                              on_procs=self._save_state, progress=self.progress, runtime=self.node_runtime)
         if self.real.outside_run_dir:
             self._extra_dirs.append(str(self.real.nodes_dir))
         self._save_state()
@@ -392,7 +415,7 @@ def node_reset_patch(node: Mapping[str, Any], labels: Mapping[str, str]) -> dict
 
 
 def _node_proc(info: procs.ProcInfo) -> bool:
-    return info.name.split("/", 1)[0] in ("kubelet", "fakecri")
+    return info.name.split("/", 1)[0] in ("kubelet", "fakecri", "containerd")
 
 
 def _node_ready(server: str, name: str, ctx: ssl.SSLContext) -> bool:

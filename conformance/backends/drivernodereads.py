@@ -47,17 +47,17 @@ class NodeReads:
         return found
 
     def container_record(self, namespace: str, pod_name: str, container: str) -> dict[str, Any] | None:
-        """What the fake CRI of the pod's (real kubelet) node recorded for the container: its
-        CDI devices, env and mounts (``containers.record``); None before it was created."""
+        """What the runtime of the pod's (real kubelet) node gave the container (the fake CRI's
+        record, or containerd's): its CDI devices, env and mounts (``containers.record``); None
+        before it was created."""
         pod = self.target.api.get("Pod", pod_name, namespace)
         node = self.nodes.get((pod or {}).get("spec", {}).get("nodeName") or "")
         if node is None:
             return None
         if node.kubelet is None:
             raise HarnessError("what a container got is recorded on drakit's real kubelet nodes only (as root)")
-        from drakit.clusters.local.kubeletnode import containers_of, read_cri_record
         from .containers import from_cri_event
-        found = containers_of(read_cri_record(node.kubelet.paths.cri_record), namespace, pod_name, container)
+        found = node.kubelet.containers(namespace, pod_name, container)
         return from_cri_event(found[-1]) if found else None
 
     def container_env(self, namespace: str, pod_name: str, container: str | None) -> dict[str, str] | None:
@@ -67,10 +67,13 @@ class NodeReads:
         if pod is None or (pod.get("spec") or {}).get("nodeName") not in self.nodes:
             return None
         node = self.nodes[pod["spec"]["nodeName"]]
+        if node.kubelet is not None and node.kubelet.containerd is not None:
+            # a real runtime ran the container: what it printed, read as on any cluster
+            from .containers import env_from_log
+            return env_from_log(self.target.api, namespace, pod_name, container)
         if node.kubelet is not None:  # what the fake CRI recorded: the env the CDI devices resolved to
-            from drakit.clusters.local.kubeletnode import containers_of, read_cri_record
             name = container or (pod["spec"].get("containers") or [{}])[0].get("name")
-            found = containers_of(read_cri_record(node.kubelet.paths.cri_record), namespace, pod_name, name)
+            found = node.kubelet.containers(namespace, pod_name, name)
             if not found:
                 return None
             from .containers import from_cri_event

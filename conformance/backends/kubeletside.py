@@ -40,7 +40,6 @@ import logging
 import time
 from typing import Any, Mapping
 
-from drakit.clusters.local.kubeletnode import containers_of, read_cri_record
 from drakit.clusters.nodeagent import LocalNode
 from drakit.fake_hw.inventory import DriverPool, NodeInventory, build_inventory
 from drakit.fake_hw.vendors import VENDORS
@@ -121,7 +120,7 @@ class CaseKubeletNodes:
             node = self.side.cluster.kubelet_node(name)
             if node is None:
                 continue
-            found = containers_of(read_cri_record(node.paths.cri_record), namespace, pod, container)
+            found = node.containers(namespace, pod, container)
             if found:
                 return found
         return None
@@ -310,9 +309,11 @@ class KubeletNodeSide:
 
     def describe(self) -> dict[str, Any]:
         """``environment.backends.cluster.nodeSide`` of results.json."""
-        from drakit.clusters.local.build import KUBE_VERSION
+        from drakit.clusters.local.build import CONTAINERD_VERSION, KUBE_VERSION, RUNC_VERSION
+        runtime = (f"containerd://{CONTAINERD_VERSION.lstrip('v')} (runc {RUNC_VERSION})"
+                   if getattr(self.cluster, "node_runtime", None) == "containerd" else FAKE_CRI)
         return {"realKubelets": "every case node with fake hardware and no allocatable of its own",
-                "kubeletVersion": KUBE_VERSION, "containerRuntime": FAKE_CRI,
+                "kubeletVersion": KUBE_VERSION, "containerRuntime": runtime,
                 "kubeletsStarted": self.starts, "hardwareChangesOnRunningKubelets": self.reuses,
                 "kwokNodes": "case nodes without fake hardware (no node side needed), and nodes with their own "
                              "allocatable (kubelets report the machine's), prepared by drakit's node agent"}

@@ -1,7 +1,10 @@
-"""Figures of the real kubelet nodes on the local cluster (kubelet 1.37.2 over drakit's fake CRI).
+"""Figures of the real kubelet nodes on the local cluster (kubelet 1.37.2 over containerd + runc,
+and over drakit's fake CRI).
 
-Usage: ``python benchmarks/bench_kubelet.py [--nodes 3] [--pods 50] [--batch 5] [--node-authorizer-only]
-[--skip-suites] [--json]``
+Usage: ``python benchmarks/bench_kubelet.py [--runtimes containerd,fake] [--nodes 3] [--pods 50] [--batch 5]
+[--node-authorizer-only] [--skip-suites] [--json]``
+
+Parts 1-3 run once per runtime of ``--runtimes`` (a column each); part 4 on the fake CRI.
 
 1. **node Ready**: on a running local control plane, ``--nodes`` kubelet nodes (shape
    server-8gpu) are started one after the other; for each, the seconds from starting its fake
@@ -20,7 +23,8 @@ Usage: ``python benchmarks/bench_kubelet.py [--nodes 3] [--pods 50] [--batch 5] 
    that says Running), from this script's watches, the kubelet's log and the fake CRI's record;
    and the CPU milliseconds each component spent per pod over the whole create/delete cycle
    (a figure the machine's load does not change much, unlike the latencies).
-3. **RSS per node**: VmRSS of each node's kubelet plus fake CRI after the pods ran.
+3. **RSS per node**: VmRSS of each node's kubelet plus its runtime (containerd, or the fake CRI)
+   after the pods ran; the pods' runc shims and containers are not counted.
 4. **node-side suites**: wall time of ``drakit run --backend cluster --cluster local`` on the
    node-side suites (device-metadata, device-status, device-taints with its hardware faults)
    with kwok nodes plus drakit's node agent (``DRAKIT_NODE_SIDE=agent``) and with real
@@ -145,9 +149,22 @@ def cpu_by_component(cluster: Any) -> dict[str, float]:
     return out
 
 
-def bench_nodes_and_pods(args: argparse.Namespace) -> dict[str, Any]:
+def tree_rss_mib(pid: int, skip: str = "containerd-shim") -> float:
+    """VmRSS of ``pid`` and its descendants, leaving out processes named ``skip`` and theirs."""
+    try:
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        kids = [int(k) for t in Path(f"/proc/{pid}/task").iterdir()
+                for k in (t / "children").read_text().split()]
+    except OSError:
+        return 0.0
+    if comm.startswith(skip[:15]):
+        return 0.0
+    return rss_mib(pid) + sum(tree_rss_mib(k, skip) for k in kids)
+
+
+def bench_nodes_and_pods(args: argparse.Namespace, runtime: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    with LocalCluster(progress=log, kubelet_claim_read=not args.node_authorizer_only) as cluster:
+    with LocalCluster(progress=log, kubelet_claim_read=not args.node_authorizer_only, runtime=runtime) as cluster:
         if cluster.real is None:
             raise SystemExit(f"no real kubelet nodes here: {cluster.real_nodes_reason}")
         ready = []
@@ -226,7 +243,8 @@ def bench_nodes_and_pods(args: argparse.Namespace) -> dict[str, Any]:
         out["podsWallSeconds"] = wall
         lat = [running[n] - created[n] for n in created]
         out["podRunningSeconds"] = {"n": len(lat), "p50": pct(lat, 50), "p90": pct(lat, 90), "max": max(lat)}
-        out["podPhasesSeconds"] = phases(created, claimed, bound, running, cluster.real.nodes["node-1"], ns)
+        out["podPhasesSeconds"] = (phases(created, claimed, bound, running, cluster.real.nodes["node-1"], ns)
+                                   if runtime == "fake" else {})
         # the kubelet retries a failed prepare after its pod-worker backoff: say how often and why
         failed = [e for e in kube.request("GET", f"/api/v1/namespaces/{ns}/events")["items"]
                   if e.get("reason") == "FailedPrepareDynamicResources"]
@@ -235,7 +253,7 @@ def bench_nodes_and_pods(args: argparse.Namespace) -> dict[str, Any]:
         rss = {}
         for name in sorted(cluster.real.nodes):
             node = cluster.real.nodes[name]
-            rss[name] = round(sum(rss_mib(p.pid) for p in node.procs.values()), 1)
+            rss[name] = round(sum(tree_rss_mib(p.pid) for p in node.procs.values()), 1)
         out["rssMiBPerNode"] = rss
     return out
 
@@ -299,6 +317,7 @@ def run_suites(mode: str) -> dict[str, Any]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runtimes", default="containerd,fake", help="node runtimes to measure, comma-separated")
     ap.add_argument("--nodes", type=int, default=3)
     ap.add_argument("--pods", type=int, default=50)
     ap.add_argument("--batch", type=int, default=5)
@@ -309,7 +328,12 @@ def main() -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     install_sigterm_as_exit()
-    figures = bench_nodes_and_pods(args)
+    runtimes = [r for r in args.runtimes.split(",") if r]
+    columns = {}
+    for runtime in runtimes:
+        log(f"nodes and pods on {runtime} ...")
+        columns[runtime] = bench_nodes_and_pods(args, runtime)
+    figures: dict[str, Any] = {"runtimes": columns}
     if not args.skip_suites:
         for mode in ("agent", "kubelet"):
             log(f"node-side suites with node side {mode} ...")
@@ -318,44 +342,52 @@ def main() -> int:
                                                   / figures["suites-agent"]["wallSeconds"])
     if args.json:
         print(json.dumps(figures, indent=2))
-    else:
-        r = figures["nodeReadySeconds"]
+        return 0 if args.skip_suites or (figures["suites-agent"]["exit"] == 0
+                                         and figures["suites-kubelet"]["exit"] == 0) else 1
+    print(f"{'runtime':12} {'node Ready median':>18} {'pod p50':>8} {'pod p90':>8} {'RSS/node (kubelet+runtime)':>27}")
+    for runtime, col in columns.items():
+        rss = col["rssMiBPerNode"]
+        print(f"{runtime:12} {statistics.median(col['nodeReadySeconds']):16.2f} s {col['podRunningSeconds']['p50']:6.3f} s "
+              f"{col['podRunningSeconds']['p90']:6.3f} s {max(rss.values()):20.1f} MiB max")
+    for runtime, figures_rt in columns.items():
+        print(f"--- {runtime}")
+        r = figures_rt["nodeReadySeconds"]
         print(f"node Ready after start: {', '.join(f'{x:.2f}' for x in r)} s (median {statistics.median(r):.2f} s)")
-        p = figures["podRunningSeconds"]
+        p = figures_rt["podRunningSeconds"]
         print(f"pod create -> Running over {p['n']} pods ({args.batch} at a time): p50 {p['p50']:.3f} s, "
               f"p90 {p['p90']:.3f} s, max {p['max']:.3f} s")
         for phase, why in PHASES:
-            q = figures["podPhasesSeconds"].get(phase)
+            q = figures_rt["podPhasesSeconds"].get(phase)
             if q:
                 print(f"  {phase:9} p50 {q['p50']:.3f} s, p90 {q['p90']:.3f} s  ({why})")
-        c = figures["cpuMillisecondsPerPod"]
-        print(f"CPU per pod, {sum(c.values()):.0f} ms in all ({figures['podsWallSeconds']:.1f} s wall for the pods): "
+        c = figures_rt["cpuMillisecondsPerPod"]
+        print(f"CPU per pod, {sum(c.values()):.0f} ms in all ({figures_rt['podsWallSeconds']:.1f} s wall for the pods): "
               + ", ".join(f"{k} {v:.0f}" for k, v in sorted(c.items(), key=lambda kv: -kv[1])))
-        f = figures["failedPrepareEvents"]
+        f = figures_rt["failedPrepareEvents"]
         if f["pods"]:
             print(f"  {f['pods']} of them waited for the kubelet's retry after FailedPrepareDynamicResources: {f['first']}")
-        print("RSS per node (kubelet + fake CRI): " + ", ".join(f"{n} {v} MiB" for n, v in figures["rssMiBPerNode"].items()))
-        if not args.skip_suites:
-            a, k = figures["suites-agent"], figures["suites-kubelet"]
-            print(f"node-side suites ({', '.join(Path(s).name for s in SUITES)}): kwok + node agent {a['wallSeconds']:.1f} s "
-                  f"{a['outcomes']}, real kubelets {k['wallSeconds']:.1f} s {k['outcomes']}; "
-                  f"ratio kubelet/agent {figures['suitesRatioKubeletOverAgent']:.2f}")
-            print(f"  outside the cases (start-up, cluster up and down): agent {a['outsideCasesSeconds']:.1f} s, "
-                  f"kubelets {k['outsideCasesSeconds']:.1f} s")
-            both = sorted(set(a["caseSeconds"]) & set(k["caseSeconds"]),
-                          key=lambda c: a["caseSeconds"][c] - k["caseSeconds"][c])
-            waits = k["deletionWaitSeconds"]
-            print("  per case (set-up, steps and clean-up), kubelets minus agent, largest first; and the kubelet's "
-                  "wait from seeing a pod deleted to stopping it (then NodeUnprepareResources) for each of its pods:")
-            for case in both:
-                wait = " + ".join(f"{w:.2f}" for w in waits.get(case, []))
-                print(f"    {k['caseSeconds'][case] - a['caseSeconds'][case]:+6.2f} s  agent {a['caseSeconds'][case]:5.2f} s, "
-                      f"kubelets {k['caseSeconds'][case]:5.2f} s  {case}" + (f"  (deleted pods: {wait} s)" if wait else ""))
-            every = [w for ws in waits.values() for w in ws]
-            if every:
-                print(f"  the kubelet's wait before stopping a deleted pod: {len(every)} pods, {sum(every):.1f} s in all, "
-                      f"p50 {pct(every, 50):.2f} s, max {max(every):.2f} s (its pod worker waits for the PLEG's next "
-                      f"once-a-second relist)")
+        print(f"RSS per node (kubelet + {runtime}): " + ", ".join(f"{n} {v} MiB" for n, v in figures_rt["rssMiBPerNode"].items()))
+    if not args.skip_suites:
+        a, k = figures["suites-agent"], figures["suites-kubelet"]
+        print(f"node-side suites ({', '.join(Path(s).name for s in SUITES)}): kwok + node agent {a['wallSeconds']:.1f} s "
+              f"{a['outcomes']}, real kubelets {k['wallSeconds']:.1f} s {k['outcomes']}; "
+              f"ratio kubelet/agent {figures['suitesRatioKubeletOverAgent']:.2f}")
+        print(f"  outside the cases (start-up, cluster up and down): agent {a['outsideCasesSeconds']:.1f} s, "
+              f"kubelets {k['outsideCasesSeconds']:.1f} s")
+        both = sorted(set(a["caseSeconds"]) & set(k["caseSeconds"]),
+                      key=lambda c: a["caseSeconds"][c] - k["caseSeconds"][c])
+        waits = k["deletionWaitSeconds"]
+        print("  per case (set-up, steps and clean-up), kubelets minus agent, largest first; and the kubelet's "
+              "wait from seeing a pod deleted to stopping it (then NodeUnprepareResources) for each of its pods:")
+        for case in both:
+            wait = " + ".join(f"{w:.2f}" for w in waits.get(case, []))
+            print(f"    {k['caseSeconds'][case] - a['caseSeconds'][case]:+6.2f} s  agent {a['caseSeconds'][case]:5.2f} s, "
+                  f"kubelets {k['caseSeconds'][case]:5.2f} s  {case}" + (f"  (deleted pods: {wait} s)" if wait else ""))
+        every = [w for ws in waits.values() for w in ws]
+        if every:
+            print(f"  the kubelet's wait before stopping a deleted pod: {len(every)} pods, {sum(every):.1f} s in all, "
+                  f"p50 {pct(every, 50):.2f} s, max {max(every):.2f} s (its pod worker waits for the PLEG's next "
+                  f"once-a-second relist)")
     ok = args.skip_suites or (figures["suites-agent"]["exit"] == 0 and figures["suites-kubelet"]["exit"] == 0)
     return 0 if ok else 1
 

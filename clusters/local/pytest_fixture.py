@@ -5,7 +5,8 @@ Use from a conftest.py::
     from drakit.clusters.local.pytest_fixture import local_cluster, local_cluster_factory  # noqa: F401
 
 ``local_cluster`` is one cluster per session (every DRA gate on, stage set "on-bind").
-``kubelet_cluster`` (per module) adds a real kubelet node with the fake drivers (needs root).
+``kubelet_cluster`` (per module) adds a real kubelet node over the fake CRI with the fake drivers
+(needs root); ``containerd_cluster`` the same node over containerd + runc.
 ``local_cluster_factory(**kwargs)`` starts extra clusters (e.g. ``stage_set="prepared"``)
 torn down at the end of the test.  Both skip with the reason when the binaries are not built.
 """
@@ -93,7 +94,23 @@ def kubelet_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalC
     from drakit.fake_hw.inventory import build_inventory
 
     inv = build_inventory("small-1gpu", "node-1")
-    with LocalCluster(tmp_path_factory.mktemp("kubelet-cluster"), progress=_progress,
+    with LocalCluster(tmp_path_factory.mktemp("kubelet-cluster"), progress=_progress, runtime="fake",
+                      kubelet_nodes=[("node-1", inv.node_labels())]) as cluster:
+        deploy(cluster, [("node-1", "small-1gpu")], progress=_progress)
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def containerd_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """As ``kubelet_cluster``, with containerd + runc as node-1's runtime (real containers)."""
+    reason = kubelet_skip_reason()
+    if reason:
+        skip_or_fail(reason)
+    from drakit.clusters.local.fakedrivers import deploy
+    from drakit.fake_hw.inventory import build_inventory
+
+    inv = build_inventory("small-1gpu", "node-1")
+    with LocalCluster(tmp_path_factory.mktemp("containerd-cluster"), progress=_progress, runtime="containerd",
                       kubelet_nodes=[("node-1", inv.node_labels())]) as cluster:
         deploy(cluster, [("node-1", "small-1gpu")], progress=_progress)
         yield cluster

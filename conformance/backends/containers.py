@@ -112,3 +112,14 @@ def _cdi_devices(dirs: Iterable[Path]) -> dict[str, tuple[str, dict[str, Any], d
             here.pop(qualified, None)
         out.update(here)
     return out
+
+
+def env_from_log(api: Any, namespace: str, pod: str, container: str | None) -> dict[str, str] | None:
+    """The ``KEY=value`` lines a pod's container printed (through the API server), or None while
+    there is no log to read."""
+    try:
+        from kubernetes.client import CoreV1Api
+        text = CoreV1Api(api.api_client).read_namespaced_pod_log(pod, namespace, container=container)
+    except Exception:  # noqa: BLE001 - not running yet, or no log: the expect step retries
+        return None
+    return dict(line.partition("=")[::2] for line in str(text).splitlines() if "=" in line)

@@ -215,18 +215,8 @@ def container_env(api: Any, namespace: str, nodes: Any, pod: str, container: str
     (driver-suite pods print their environment). None while there is nothing to read yet."""
     if nodes is not None:
         return nodes.container_env(namespace, pod, container)  # type: ignore[no-any-return]
+    from .containers import env_from_log
     return env_from_log(api, namespace, pod, container)
-
-
-def env_from_log(api: Any, namespace: str, pod: str, container: str | None) -> dict[str, str] | None:
-    """The ``KEY=value`` lines a pod's container printed (through the API server), or None while
-    there is no log to read."""
-    try:
-        from kubernetes.client import CoreV1Api
-        text = CoreV1Api(api.api_client).read_namespaced_pod_log(pod, namespace, container=container)
-    except Exception:  # noqa: BLE001 - not running yet, or no log: the expect step retries
-        return None
-    return dict(line.partition("=")[::2] for line in str(text).splitlines() if "=" in line)
 
 
 def driver_exercise(session: Any) -> list[str]:

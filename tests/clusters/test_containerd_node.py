@@ -170,3 +170,22 @@ def _pids_named(prefix: str) -> list[int]:
             except OSError:
                 continue
     return out
+
+
+def test_the_driver_suite_through_the_kubeconfig_alone_reads_what_containers_printed(containerd_cluster, tmp_path):
+    """A CI job with only the kubeconfig of drakit's cluster whose node runs containerd: the cases
+    that read what a container printed read its log through the API server and pass; none is
+    skipped as no-node-side. The node's one GPU cannot hold driver/several-pods' three devices:
+    that skip (inventory) is the only one."""
+    out = tmp_path / "out"
+    suite = Path(__file__).resolve().parents[2] / "conformance" / "suites" / "driver"
+    res = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "run", str(suite), "--backend", "cluster",
+                          "--kubeconfig", str(containerd_cluster.kubeconfig), "--out", str(out), "--plain"],
+                         capture_output=True, text=True, timeout=900)
+    results = json.loads((out / "results.json").read_text())
+    cases = {c["id"]: c for c in results["cases"]}
+    bad = {cid: c["status"] for cid, c in cases.items() if c["status"] not in ("passed", "skipped")}
+    assert not bad, (bad, res.stdout[-3000:] + res.stderr[-2000:])
+    skipped = {cid: c["skip"]["category"] for cid, c in cases.items() if c["status"] == "skipped"}
+    assert skipped == {"driver/several-pods": "inventory"}, skipped
+    assert cases["driver/pod-env"]["status"] == "passed", cases["driver/pod-env"]

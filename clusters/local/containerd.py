@@ -13,8 +13,10 @@ Nothing reaches the host: the namespaces die with containerd, and every process 
 shims, containers, the kubelet) with the PID namespace; containerd's PID 1 gets SIGKILL when
 drakit's ``unshare`` dies, which gets it when its owner dies. Pods get a network namespace with a
 veth pair of their own (drakit's ``podnet`` CNI plugin, host-local IPAM): no link, route or
-firewall rule in the host's namespace. The cgroups runc makes for pods sit below a parent of the
-node's own (:func:`cgroup_parent`, the kubelet's ``cgroupRoot``), removed at teardown
+firewall rule in the host's namespace. The kubelet's QoS and pod cgroups, and runc's for the
+containers, sit below a parent of the node's own (:func:`cgroup_parent`, the kubelet's
+``cgroupRoot`` with ``cgroupsPerQOS``; a kubelet without it gives the runtime no parent, and
+containerd then uses ``/k8s.io`` at the root of every hierarchy), removed at teardown
 (:func:`remove_cgroups`). CDI specs come from the node's CDI folder, read by containerd's own
 CDI library.
 
@@ -194,6 +196,30 @@ def cgroup_dirs(parent: str, root: Path = CGROUP_ROOT) -> list[Path]:
     return out
 
 
+def make_cgroups(parent: str, root: Path = CGROUP_ROOT) -> list[Path]:
+    """Create ``parent`` in every hierarchy (the kubelet checks that its ``cgroupRoot`` exists in
+    each), cpuset's with its parent's CPUs and memory nodes; return the folders made."""
+    made = []
+    rel = parent.strip("/")
+    try:
+        hierarchies = sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink())
+    except OSError:
+        return []
+    if (root / "cgroup.controllers").exists():
+        hierarchies = [root]
+    for h in hierarchies:
+        path = h
+        for part in rel.split("/"):
+            parent_dir, path = path, path / part
+            if not path.is_dir():
+                path.mkdir()
+                made.append(path)
+                for knob in ("cpuset.cpus", "cpuset.mems"):
+                    if (path / knob).exists() and not (path / knob).read_text().strip():
+                        (path / knob).write_text((parent_dir / knob).read_text())
+    return made
+
+
 def remove_cgroups(parent: str, root: Path = CGROUP_ROOT, timeout: float = 10.0) -> list[str]:
     """Kill what is left in ``parent`` (and below) in every hierarchy, then remove its folders
     deepest first; return the folders that could not be removed (empty when all went)."""
@@ -307,6 +333,7 @@ class ContainerdRuntime:
         return self.dir / "containerd.sock"
 
     def write_files(self) -> None:
+        make_cgroups(self.cgroup)
         d = self.dir
         for sub in ("containerd", "cni", "cni-bin", "cni-ipam", "tmp", "nri/plugins", "nri/conf.d"):
             (d / sub).mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -189,7 +189,10 @@ def kubelet_config(paths: NodePaths, *, port: int, healthz_port: int, ca_file: P
         "makeIPTablesUtilChains": False,
     }
     if cgroup_root:
+        # QoS and pod cgroups below the node's own parent: the runtime is handed that parent
+        # (without cgroupsPerQOS it gets none, and containerd uses /k8s.io at each root)
         cfg["cgroupRoot"] = cgroup_root
+        cfg["cgroupsPerQOS"] = True
     if v1:
         cfg["failCgroupV1"] = False
     return cfg
@@ -205,7 +208,9 @@ def kubelet_args(paths: NodePaths, name: str, labels: Mapping[str, str], gates: 
         f"--root-dir={root_dir or paths.root_dir}",
         f"--cert-dir={paths.cert_dir}",
         f"--hostname-override={name}",
-        # the API server reaches the kubelet (logs, exec) on 127.0.0.1, not on eth0's address
+        # The kubelet serves on 127.0.0.1. It refuses a loopback node IP, so its address setter
+        # fails and leaves the Node's addresses alone: drakit sets InternalIP 127.0.0.1 once the
+        # Node is Ready (realnodes._set_loopback_address), for logs and exec through the API server.
         "--node-ip=127.0.0.1",
         f"--v={verbosity}",
         # One line when the kubelet's start-up wipe of the node's ResourceSlices is done

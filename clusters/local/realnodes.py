@@ -164,6 +164,7 @@ class RealNodes:
                 raise RealNodeError(f"kubelet node {name}: {' and '.join(dead)} exited; last log lines: "
                                     + " | ".join(f"{role}: {_tail(node.paths.dir / f'{role}.log', 6)}" for role in dead))
             if node.wiped() and _node_ready(self.server, name, ctx):
+                _set_loopback_address(self.server, name, ctx)
                 took[name] = time.monotonic() - t0
                 pending.pop(0)
                 continue
@@ -416,6 +417,22 @@ def node_reset_patch(node: Mapping[str, Any], labels: Mapping[str, str]) -> dict
 
 def _node_proc(info: procs.ProcInfo) -> bool:
     return info.name.split("/", 1)[0] in ("kubelet", "fakecri", "containerd")
+
+
+def _set_loopback_address(server: str, name: str, ctx: ssl.SSLContext) -> None:
+    """Give the Node the address its kubelet serves on, 127.0.0.1, so that the API server reaches
+    it for logs and exec (``--kubelet-preferred-address-types=InternalIP``). The kubelet refuses a
+    loopback ``--node-ip`` (``validateNodeIP``); given one, its address setter fails before it
+    writes, so the address set here stays (its other status fields are still updated), while
+    without one it would put eth0's address there, where it does not listen."""
+    body = {"status": {"addresses": [{"type": "InternalIP", "address": "127.0.0.1"},
+                                     {"type": "Hostname", "address": name}]}}
+    req = urllib.request.Request(f"{server}/api/v1/nodes/{name}/status", method="PATCH", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/merge-patch+json"})
+    try:
+        urllib.request.urlopen(req, context=ctx, timeout=10).close()  # noqa: S310 (loopback only)
+    except (urllib.error.URLError, OSError) as exc:
+        raise RealNodeError(f"setting Node {name}'s address: {exc}") from None
 
 
 def _node_ready(server: str, name: str, ctx: ssl.SSLContext) -> bool:

@@ -80,7 +80,8 @@ def test_kubelet_on_containerd_uses_its_socket_the_cgroup_parent_and_the_stock_r
                          cgroup_root="/drakit-x/n")
     assert cfg["containerRuntimeEndpoint"] == f"unix://{tmp_path / 'n' / 'containerd.sock'}"
     assert cfg["imageServiceEndpoint"] == cfg["containerRuntimeEndpoint"]
-    assert cfg["cgroupRoot"] == "/drakit-x/n" and cfg["cgroupsPerQOS"] is False
+    # the kubelet hands the runtime a parent only with cgroupsPerQOS (else containerd uses /k8s.io)
+    assert cfg["cgroupRoot"] == "/drakit-x/n" and cfg["cgroupsPerQOS"] is True
     args = kubelet_args(paths, "n", {}, "", root_dir="/var/lib/kubelet")
     assert "--root-dir=/var/lib/kubelet" in args and "--node-ip=127.0.0.1" in args
 

@@ -175,8 +175,7 @@ def _pids_named(prefix: str) -> list[int]:
 def test_the_driver_suite_through_the_kubeconfig_alone_reads_what_containers_printed(containerd_cluster, tmp_path):
     """A CI job with only the kubeconfig of drakit's cluster whose node runs containerd: the cases
     that read what a container printed read its log through the API server and pass; none is
-    skipped as no-node-side. The node's one GPU cannot hold driver/several-pods' three devices:
-    that skip (inventory) is the only one."""
+    skipped as no-node-side for it (on the fake CRI they are: test_kubelet_nodes)."""
     out = tmp_path / "out"
     suite = Path(__file__).resolve().parents[2] / "conformance" / "suites" / "driver"
     res = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "run", str(suite), "--backend", "cluster",
@@ -187,5 +186,10 @@ def test_the_driver_suite_through_the_kubeconfig_alone_reads_what_containers_pri
     bad = {cid: c["status"] for cid, c in cases.items() if c["status"] not in ("passed", "skipped")}
     assert not bad, (bad, res.stdout[-3000:] + res.stderr[-2000:])
     skipped = {cid: c["skip"]["category"] for cid, c in cases.items() if c["status"] == "skipped"}
-    assert skipped == {"driver/several-pods": "inventory"}, skipped
-    assert cases["driver/pod-env"]["status"] == "passed", cases["driver/pod-env"]
+    unseen = {cid: c["skip"]["message"] for cid, c in cases.items()
+              if c["status"] == "skipped" and c["skip"]["category"] == "no-node-side"}
+    # through a kubeconfig alone, restarts of a node's kubelet stay out of sight; what a container
+    # printed does not
+    assert not [m for m in unseen.values() if "printed" in m or "container" in m], unseen
+    for cid in ("driver/pod-env", "driver/prepare"):
+        assert cases[cid]["status"] == "passed", cases[cid]

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from drakit.clusters.images import debs, oci, pysite
-from drakit.clusters.local.build import cache_root
+from drakit.clusters.cache import cache_root
 
 Progress = Callable[[str], None]
 

@@ -40,6 +40,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from drakit.clusters.cache import cache_root
+
 KUBE_VERSION = "v1.37.2"
 ETCD_VERSION = "3.6.16"
 CONTAINERD_VERSION = "v2.4.2"
@@ -228,14 +230,6 @@ TOOL_BINARIES: tuple[str, ...] = ("dracaller",)
 CLUSTER_BINARIES: tuple[str, ...] = tuple(n for n in BINARY_NAMES if n not in TOOL_BINARIES)
 CONTROL_PLANE_BINARIES: tuple[str, ...] = tuple(n for n in CLUSTER_BINARIES
                                                if n not in NODE_BINARIES and n not in RUNTIME_BINARIES)
-
-
-def cache_root() -> Path:
-    """drakit's cache: ``$DRAKIT_CACHE``, else ``${XDG_CACHE_HOME:-~/.cache}/drakit``."""
-    base = os.environ.get("DRAKIT_CACHE")
-    if base:
-        return Path(base).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "drakit"
 
 
 def bin_dir() -> Path:

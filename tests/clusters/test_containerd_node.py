@@ -185,7 +185,6 @@ def test_the_driver_suite_through_the_kubeconfig_alone_reads_what_containers_pri
     cases = {c["id"]: c for c in results["cases"]}
     bad = {cid: c["status"] for cid, c in cases.items() if c["status"] not in ("passed", "skipped")}
     assert not bad, (bad, res.stdout[-3000:] + res.stderr[-2000:])
-    skipped = {cid: c["skip"]["category"] for cid, c in cases.items() if c["status"] == "skipped"}
     unseen = {cid: c["skip"]["message"] for cid, c in cases.items()
               if c["status"] == "skipped" and c["skip"]["category"] == "no-node-side"}
     # through a kubeconfig alone, restarts of a node's kubelet stay out of sight; what a container

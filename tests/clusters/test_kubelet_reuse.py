@@ -10,7 +10,6 @@ import sys
 import pytest
 
 from drakit.clusters.local.kwokconfig import PREPARED
-from drakit.clusters.local.kubeletnode import containers_of, read_cri_record
 from drakit.clusters.local.launcher import LocalCluster
 from drakit.clusters.local.pytest_fixture import kubelet_skip_reason, skip_or_fail
 from drakit.conformance.backends.kubeletside import KubeletNodeSide
@@ -84,7 +83,7 @@ def _run_case(side: KubeletNodeSide, case, ns: str, device_class: str) -> dict:
     side.open(case, ns)  # the plugins registered, as the backend's open() waits for
     _run_claim_pod(kube, ns, device_class)
     kn = side.cluster.kubelet_node("node-a")
-    [record] = containers_of(read_cri_record(kn.paths.cri_record), ns, "p", "main")
+    [record] = kn.containers(ns, "p", "main")
     kube.request("DELETE", f"/api/v1/namespaces/{ns}/pods/p", {"gracePeriodSeconds": 1})
     wait_for("the pod gone", lambda: kube.get(f"/api/v1/namespaces/{ns}/pods/p") is None, 60)
     kube.request("DELETE", f"/api/v1/namespaces/{ns}")

@@ -144,7 +144,7 @@ class LocalCluster(ComponentFlags, KubeletNodes):
         )
         self.real: RealNodes | None = None
         # containerd + runc under the kubelets, or the fake CRI (kubeletnode.RUNTIMES)
-        self.node_runtime = runtime or os.environ.get("DRAKIT_RUNTIME") or kubeletnode.CONTAINERD
+        self.node_runtime = runtime or os.environ.get("DRAKIT_RUNTIME") or kubeletnode.FAKE
         if self.node_runtime not in kubeletnode.RUNTIMES:
             raise ClusterError(f"unknown node runtime {self.node_runtime!r}; use one of {', '.join(kubeletnode.RUNTIMES)}")
         # RBAC read of ResourceClaims for kubelets (realnodes.CLAIM_READ_ROLE: no authorizer race)

@@ -44,9 +44,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--driver-image", default=None, help="cluster backend: the fake driver image for --install-driver")
     run.add_argument("--cluster", default=None, choices=("local",),
                      help="cluster backend: start drakit's local control plane for the run (see 'drakit cluster build')")
-    run.add_argument("--runtime", default=None, choices=("containerd", "fake"),
-                     help="--cluster local: the kubelet nodes' container runtime, drakit's fake CRI (default; no "
-                          "process runs) or containerd + runc (real containers, CDI and NRI from the runtime)")
+    run.add_argument("--runtime", default=None, choices=("containerd", "fake"), help="--cluster local: the kubelet nodes' "
+                     "runtime, drakit's fake CRI (default; runs no process) or containerd + runc (real containers)")
     run.add_argument("--keep-on-failure", action="store_true", help="cluster backend: keep a failed case's objects")
     run.add_argument("--max-case-size", default=None, metavar="SIZE",
                      help="refuse case files larger than this, e.g. 4MiB (default: 1 MiB)")
@@ -259,8 +258,7 @@ def _check_run_options(args: argparse.Namespace) -> str | None:
         except ValueError as exc:
             return f"--shard: {exc}"
     cluster_only = [flag for flag, given in (("--kubeconfig", args.kubeconfig), ("--context", args.context),
-                                             ("--cluster", args.cluster), ("--install-driver", args.install_driver),
-                                             ("--runtime", args.runtime))
+                                             ("--cluster", args.cluster), ("--install-driver", args.install_driver), ("--runtime", args.runtime))
                     if given]
     if cluster_only and "cluster" not in backends:
         verb = "applies" if len(cluster_only) == 1 else "apply"
@@ -332,8 +330,7 @@ def _run(args: argparse.Namespace) -> int:
         pytest_args += ["--drakit-driver-image", args.driver_image]
     if args.cluster:
         pytest_args += ["--drakit-cluster", args.cluster]
-    if args.runtime:
-        os.environ["DRAKIT_RUNTIME"] = args.runtime  # read by the local clusters of every worker
+    os.environ.update({"DRAKIT_RUNTIME": args.runtime} if args.runtime else {})  # every worker's local clusters
     if args.keep_on_failure:
         pytest_args += ["--drakit-keep-on-failure"]
     if args.max_case_size:

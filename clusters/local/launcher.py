@@ -37,8 +37,7 @@ from drakit.clusters.local import gates as gatesmod
 from drakit.clusters.local import kubeletnode, kwokconfig, pki, procs
 from drakit.clusters.local.errors import ClusterError
 from drakit.clusters.local.flags import ComponentFlags, FlagError, check_component_args, merge_flags
-from drakit.clusters.local.containerd import cgroup_parent, remove_cgroups
-from drakit.clusters.local.realnodes import KubeletNodes, RealNodes
+from drakit.clusters.local.realnodes import KubeletNodes, RealNodes, remove_run_cgroups
 
 RUNTIME_CONFIG = (
     "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true,"
@@ -143,8 +142,7 @@ class LocalCluster(ComponentFlags, KubeletNodes):
             "real kubelet nodes were not asked for" if not real_nodes else kubeletnode.unavailable_reason()
         )
         self.real: RealNodes | None = None
-        # containerd + runc under the kubelets, or the fake CRI (kubeletnode.RUNTIMES)
-        self.node_runtime = runtime or os.environ.get("DRAKIT_RUNTIME") or kubeletnode.FAKE
+        self.node_runtime = runtime or os.environ.get("DRAKIT_RUNTIME") or kubeletnode.FAKE  # or CONTAINERD
         if self.node_runtime not in kubeletnode.RUNTIMES:
             raise ClusterError(f"unknown node runtime {self.node_runtime!r}; use one of {', '.join(kubeletnode.RUNTIMES)}")
         # RBAC read of ResourceClaims for kubelets (realnodes.CLAIM_READ_ROLE: no authorizer race)
@@ -214,10 +212,7 @@ class LocalCluster(ComponentFlags, KubeletNodes):
             self._up = False
             if self.real is not None:
                 self.real.nodes.clear()
-            # the pods' cgroups runc made below this run's parent (also after a killed owner)
-            left = remove_cgroups(cgroup_parent(self.run_dir, ""))
-            if left:
-                self.progress(f"cgroups that could not be removed: {', '.join(left)}")
+            remove_run_cgroups(self.run_dir, self.progress)  # also after a killed owner
             self._remove_run_dir()
             for extra in self._extra_dirs:
                 shutil.rmtree(extra, ignore_errors=True)

@@ -193,7 +193,7 @@ class RealNodes:
             node = self.nodes.pop(name)
             node.stop()
         self.on_procs()
-        remove_cgroups(cgroup_parent(self.run_dir, ""))
+        remove_run_cgroups(self.run_dir, self.progress)
 
     def remove_dirs(self) -> None:
         if self.outside_run_dir:
@@ -413,6 +413,12 @@ def node_reset_patch(node: Mapping[str, Any], labels: Mapping[str, str]) -> dict
     if spec.get("unschedulable"):
         patch.setdefault("spec", {})["unschedulable"] = None
     return patch
+
+
+def remove_run_cgroups(run_dir: Path, progress: Progress) -> None:
+    """Remove the cgroups below a run's parent (its containerd nodes' pods); say what stays."""
+    if left := remove_cgroups(cgroup_parent(run_dir, "")):
+        progress(f"cgroups that could not be removed: {', '.join(left)}")
 
 
 def _node_proc(info: procs.ProcInfo) -> bool:

@@ -47,6 +47,8 @@ SANDBOX_IMAGE = "registry.k8s.io/pause:3.10"
 PRIVATE_TMPFS = ("/var/lib", "/var/log", "/run")
 #: Where stock DRA drivers and the kubelet expect the kubelet's folder.
 KUBELET_ROOT = "/var/lib/kubelet"
+#: Where stock drivers write CDI specs: bound on the node's CDI folder, which containerd reads.
+CDI_DIR = "/var/run/cdi"
 #: NRI's conventional socket, inside the node's namespace.
 NRI_SOCKET = "/var/run/nri/nri.sock"
 #: The CNI plugins a node's pods use (built by clusters/local/build.py, group podnet).
@@ -166,6 +168,9 @@ def namespace_script(node_dir: Path, bin_dir: Path, sysctl_shadows: Mapping[str,
         lines.append(f"mkdir -p {q(str(path))} && mount --bind /var/log/.drakit-keep/{i} {q(str(path))}")
     lines.append(f"mkdir -p {q(KUBELET_ROOT)} /var/run/nri")
     lines.append(f"mount --bind {q(str(node_dir / 'r'))} {q(KUBELET_ROOT)}")
+    # the stock CDI folder is the node's too: what a driver pod writes to its hostPath /var/run/cdi
+    # (fake_driver/deploy) is what containerd reads
+    lines.append(f"mkdir -p {q(str(node_dir / 'cdi'))} {q(CDI_DIR)} && mount --bind {q(str(node_dir / 'cdi'))} {q(CDI_DIR)}")
     for name, shadow in sysctl_shadows.items():
         lines.append(f"mount --bind {q(str(shadow))} {q('/proc/sys/' + name)}")
     lines.append(f"cd {q(str(cwd))}")

@@ -47,6 +47,10 @@ def test_node_namespace_script_mounts_privately_shadows_sysctls_and_execs_contai
     assert f"mount --bind {node / 'r'} /var/lib/kubelet" in lines
     assert f"mount --bind {node / 'sysctl' / 'vm.overcommit_memory'} /proc/sys/vm/overcommit_memory" in lines
     assert lines[-1] == f"exec {bins / 'containerd'} --config {node / 'containerd.toml'}"
+    # the stock CDI folder a driver pod writes to (hostPath /var/run/cdi) is the one containerd reads
+    cdi = f"mkdir -p {node / 'cdi'} /var/run/cdi && mount --bind {node / 'cdi'} /var/run/cdi"
+    assert cdi in lines and lines.index(cdi) > lines.index("mount -t tmpfs -o mode=0755,size=256m drakit-node /run")
+    assert ctd.config_toml(node, bins).count(f'cdi_spec_dirs = ["{node / "cdi"}"]') == 1
     # the bind of the kubelet folder comes after the tmpfs it lands on
     assert lines.index(f"mount --bind {node / 'r'} /var/lib/kubelet") > lines.index(
         "mount -t tmpfs -o mode=0755,size=256m drakit-node /var/lib")

@@ -185,20 +185,20 @@ def unshare_argv(script: str) -> list[str]:
             "--", "/bin/sh", "-c", script]
 
 
-def cgroup_dirs(parent: str, root: Path = CGROUP_ROOT) -> list[Path]:
-    """The folders of ``parent`` in every v1 hierarchy (or the unified one) that exist now."""
-    rel = parent.strip("/")
-    out = []
+def hierarchies(root: Path = CGROUP_ROOT) -> list[Path]:
+    """The mounted cgroup v1 hierarchies (not their symlinked aliases), or the unified root."""
+    if (root / "cgroup.controllers").exists():
+        return [root]
     try:
-        hierarchies = sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink())
+        return sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink())
     except OSError:
         return []
-    if (root / "cgroup.controllers").exists():
-        hierarchies = [root]
-    for h in hierarchies:
-        if (h / rel).is_dir():
-            out.append(h / rel)
-    return out
+
+
+def cgroup_dirs(parent: str, root: Path = CGROUP_ROOT) -> list[Path]:
+    """The folders of ``parent`` in every hierarchy that exist now."""
+    rel = parent.strip("/")
+    return [h / rel for h in hierarchies(root) if (h / rel).is_dir()]
 
 
 def make_cgroups(parent: str, root: Path = CGROUP_ROOT) -> list[Path]:
@@ -206,13 +206,7 @@ def make_cgroups(parent: str, root: Path = CGROUP_ROOT) -> list[Path]:
     each), cpuset's with its parent's CPUs and memory nodes; return the folders made."""
     made = []
     rel = parent.strip("/")
-    try:
-        hierarchies = sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink())
-    except OSError:
-        return []
-    if (root / "cgroup.controllers").exists():
-        hierarchies = [root]
-    for h in hierarchies:
+    for h in hierarchies(root):
         path = h
         for part in rel.split("/"):
             parent_dir, path = path, path / part

@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,8 +28,17 @@ def _unshare() -> None:
         pytest.skip("starting a vendor plugin needs root and unshare (a private mount namespace)")
 
 
-def test_a_rolling_update_registration_socket_counts_as_registered(tmp_path: Path) -> None:
-    f = folders(tmp_path)
+@pytest.fixture
+def short_dir() -> Iterator[Path]:
+    d = Path(tempfile.mkdtemp(prefix="dk-vp-"))
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_a_rolling_update_registration_socket_counts_as_registered(tmp_path: Path, short_dir: Path) -> None:
+    f = folders(short_dir)  # a Unix socket's path is at most 107 bytes: pytest's tmp_path can be longer
     stale = f.registry_dir / "d.example.com-old-reg.sock"
     f.registry_dir.mkdir(parents=True)
     stale.write_text("")  # not a socket: never taken for a registration
@@ -42,8 +53,8 @@ def test_a_rolling_update_registration_socket_counts_as_registered(tmp_path: Pat
     assert "serving" in (tmp_path / "plugin.log").read_text()
 
 
-def test_a_socket_of_another_driver_is_not_a_registration(tmp_path: Path) -> None:
-    f = folders(tmp_path)
+def test_a_socket_of_another_driver_is_not_a_registration(tmp_path: Path, short_dir: Path) -> None:
+    f = folders(short_dir)
     plugin = VendorPlugin("d.example.com", [sys.executable, "-c", SERVE, "{registryDir}/e.example.com-reg.sock"],
                           [], "n1", f, tmp_path / "kubeconfig", tmp_path, tmp_path / "plugin.log")
     with pytest.raises(PluginStartError, match="did not register within 2 s"):

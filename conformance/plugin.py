@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Iterator, NoReturn
@@ -135,6 +136,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if hasattr(config, "workerinput"):  # Ctrl-C reaches the workers too: each collects all first
             INTERRUPTS.hold()
     if not hasattr(config, "workerinput"):
+        os.environ.pop("PYTEST_XDIST_WORKER", None)  # inherited from a test worker that started this run
         collector = ResultsCollector(config, gates=gates, backends=config.stash[_BACKENDS]["names"], vendor=vendor,
                                      shard=shard)
         config.stash[_COLLECTOR] = collector

@@ -183,8 +183,9 @@ def test_the_driver_suite_through_the_kubeconfig_alone_reads_what_containers_pri
                          capture_output=True, text=True, timeout=900)
     results = json.loads((out / "results.json").read_text())
     cases = {c["id"]: c for c in results["cases"]}
-    bad = {cid: c["status"] for cid, c in cases.items() if c["status"] not in ("passed", "skipped")}
-    assert not bad, (bad, res.stdout[-3000:] + res.stderr[-2000:])
+    bad = {cid: f"{c['status']}: {((c.get('failure') or {}).get('summary') or '')[:300]}"
+           for cid, c in cases.items() if c["status"] not in ("passed", "skipped")}
+    assert not bad, "\n".join([*(f"{k}: {v}" for k, v in bad.items()), res.stdout[-2000:], res.stderr[-1000:]])
     unseen = {cid: c["skip"]["message"] for cid, c in cases.items()
               if c["status"] == "skipped" and c["skip"]["category"] == "no-node-side"}
     # through a kubeconfig alone, restarts of a node's kubelet stay out of sight; what a container

@@ -7,6 +7,7 @@ whole with the admin kubeconfig: the same statuses; the shards' objects under th
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -142,7 +143,9 @@ def test_two_shards_with_the_in_cluster_rbac_equal_the_whole_run(local_cluster: 
     assert statuses(tmp_path / "merged" / "results.json") == statuses(outside), res.stdout[-3000:]
     assert merged["verdict"]["result"] == json.loads(outside.read_text())["verdict"]["result"] == "pass"
     assert sum(1 for s in statuses(outside).values() if s == "passed") >= 20
-    assert "403" not in json.dumps(merged) and "forbidden" not in json.dumps(merged).lower()
+    # no refusal of the shards' RBAC anywhere (a bare "403" may be part of a duration or a uid)
+    text = json.dumps(merged)
+    assert not re.search(r"\(403\)|HTTP 403|\bcode\W+403\b", text) and "forbidden" not in text.lower()
     for c in merged["cases"]:  # the case's own names in the results, never a shard's prefix
         assert "s1-" not in json.dumps(c["steps"]) and "s2-" not in json.dumps(c["steps"]), c["id"]
     names = set().union(*(s for _, s in seen))
@@ -170,4 +173,6 @@ def test_shards_that_never_start_make_the_run_incomplete_and_leave_nothing(local
     assert not (tmp_path / "out" / "results.json").exists()
     assert time.monotonic() - started < 300
     api = _api(local_cluster.kubeconfig)
-    assert not [n for n in api.list("Namespace", None) if n["metadata"]["name"].startswith("drakit-")]
+    # the run's namespace is gone (other tests of this session's cluster have drakit-* ones of their own)
+    created = re.findall(r"created namespace (drakit-[a-z0-9-]+)", out)
+    assert created and not [n for n in api.list("Namespace", None) if n["metadata"]["name"] in created]

@@ -71,6 +71,9 @@ def test_node_runs_containerd_2_and_a_claims_container_sees_cdi_env_and_metadata
     [rec] = containerd_cluster.kubelet_node("node-1").containers("ctd1", "user", "main")
     assert len(rec["cdiDevices"]) >= 1 and any(d.startswith("gpu.acme.example.com/") for d in rec["cdiDevices"])
     assert "DRAKIT_GPU0_DEVICE=gpu0" in rec["effective"]["env"]
+    # the node's one GPU goes back for the module's other tests
+    kube.request("DELETE", "/api/v1/namespaces/ctd1")
+    wait_for("the claim's GPU released", lambda: not kube.get("/apis/resource.k8s.io/v1/namespaces/ctd1/resourceclaims/gpu-claim"), 90)
 
 
 def test_nri_socket_and_stock_kubelet_folder_are_the_nodes_own(containerd_cluster):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 from typing import Any, Iterator
 
@@ -37,6 +38,7 @@ class Interrupts:
         self._installed: dict[int, Any] = {}
         self._announce_fd: int | None = None
         self._repeats = 0
+        self._unraisable: Any = None
 
     @property
     def interrupted(self) -> bool:
@@ -56,12 +58,17 @@ class Interrupts:
                 self._announce_fd = os.dup(2)
         for sig in (signal.SIGINT, signal.SIGTERM):
             self._installed[sig] = signal.signal(sig, self._handle)
+        self._unraisable = sys.unraisablehook
+        sys.unraisablehook = self._quiet_unraisable
 
     def uninstall(self) -> None:
         for sig, previous in self._installed.items():
             with contextlib.suppress(Exception):
                 signal.signal(sig, previous)
         self._installed.clear()
+        if self._unraisable is not None:
+            sys.unraisablehook = self._unraisable
+            self._unraisable = None
         if self._announce_fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self._announce_fd)
@@ -113,6 +120,14 @@ class Interrupts:
         if self._announce_fd is not None:
             with contextlib.suppress(OSError):
                 os.write(self._announce_fd, (text + "\n").encode())
+
+    def _quiet_unraisable(self, unraisable: Any) -> None:
+        """Our KeyboardInterrupt, raised where Python cannot propagate it (a ``__del__`` run by the
+        garbage collector), is not printed as a traceback: the signal is recorded, and the next
+        check between or inside cases raises it again."""
+        if isinstance(unraisable.exc_value, KeyboardInterrupt) and self.signal is not None:
+            return
+        (self._unraisable or sys.__unraisablehook__)(unraisable)
 
     def _handle(self, signum: int, frame: Any) -> None:
         name = signal.Signals(signum).name

@@ -56,3 +56,35 @@ def test_a_first_signal_outside_a_shield_raises_once() -> None:
     state.enter("teardown")
     state._handle(signal.SIGTERM, None)  # teardown is never interrupted
     assert state.phase == "teardown"
+
+
+def test_the_interrupt_raised_inside_a_finalizer_prints_no_traceback(capfd: pytest.CaptureFixture[str],
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seen in CI: Ctrl-C landed while the garbage collector ran execnet's ``Channel.__del__``;
+    Python printed 'Exception ignored in ... KeyboardInterrupt' with a traceback. The signal is
+    recorded, so the finalizer's lost KeyboardInterrupt is dropped quietly; anything else still
+    reaches the previous hook."""
+    import sys
+
+    monkeypatch.setattr(sys, "unraisablehook", sys.__unraisablehook__)  # as after pytest's own session: Python's
+    state = Interrupts()
+    state.install(announce=False)
+    try:
+        state.signal, state.phase = "SIGINT", "cases"
+
+        class Dropping:
+            def __del__(self) -> None:
+                raise KeyboardInterrupt("SIGINT")
+
+        class Failing:
+            def __del__(self) -> None:
+                raise ValueError("a real bug in a finalizer")
+
+        Dropping()
+        Failing()
+        err = capfd.readouterr().err
+        assert "KeyboardInterrupt" not in err
+        assert "a real bug in a finalizer" in err
+    finally:
+        state.uninstall()
+    assert sys.unraisablehook is not state._quiet_unraisable

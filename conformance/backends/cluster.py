@@ -34,7 +34,7 @@ from .clusterwrites import replace, update_node, wait_for_nodes
 from .gatemetrics import observed_gates, stated_gates
 from .kubeapi import CASE_LABEL, CLEANUP_TIMEOUT, KubeApi, NAMESPACED, RUN_LABEL, first_line
 from .names import NameMap, cluster_wide, owned_names
-from .nodeside import kubelet_side_unmet, node_side_unmet, shared_driver_unmet
+from .nodeside import kubelet_side_unmet, node_runtimes, node_side_unmet, shared_driver_unmet
 
 SCOPE_LABEL = "drakit.dev/scope"  # a case's nodes, and what its pods select, on a cluster drakit does not own
 
@@ -424,6 +424,7 @@ class ClusterBackend:
             env["alternateLocalClusters"] = planned
         if self.local:
             env["nodeSide"] = self._node_side_env()
+        env.update(node_runtimes(self.api))
         return env
 
     def environment_update(self) -> dict[str, Any]:

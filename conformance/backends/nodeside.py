@@ -61,6 +61,25 @@ FAKE_CRI = "drakit-fakecri"  # the RuntimeName clusters/local/fakecri reports
 SILENT_RUNTIMES = (FAKE_CRI,)
 
 
+def node_runtimes(api: Any) -> dict[str, Any]:
+    """``environment.backends.<cluster>.nodes`` of results.json: how many Nodes run each container
+    runtime and kubelet version (from their ``status.nodeInfo``, as the API server has them when the
+    run starts), e.g. ``{"containerd://2.4.2": 3}``; empty when the Nodes cannot be listed."""
+    runtimes: dict[str, int] = {}
+    kubelets: dict[str, int] = {}
+    try:
+        nodes = api.list("Node", None)
+    except Exception:  # noqa: BLE001 - a cluster that hides its Nodes: nothing to say
+        return {}
+    for n in nodes:
+        info = (n.get("status") or {}).get("nodeInfo") or {}
+        rt, kv = str(info.get("containerRuntimeVersion") or "unknown"), str(info.get("kubeletVersion") or "unknown")
+        runtimes[rt] = runtimes.get(rt, 0) + 1
+        kubelets[kv] = kubelets.get(kv, 0) + 1
+    return {"nodes": {"count": len(nodes), "containerRuntimes": dict(sorted(runtimes.items())),
+                      "kubeletVersions": dict(sorted(kubelets.items()))}} if nodes else {}
+
+
 def silent_runtime_unmet(case: Case, api: Any, driver: str) -> tuple[str, str] | None:
     """``no-node-side`` for a case that reads what a container printed (``containerEnv`` through
     the pod's log) when every Ready node publishing slices of *driver* runs a container runtime

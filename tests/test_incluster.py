@@ -13,6 +13,7 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from drakit.conformance.incluster import manifests as m
@@ -139,3 +140,46 @@ def test_drakit_run_sonobuoy_writes_the_tarball_and_the_done_file(tmp_path: Path
         assert sorted(tar.getnames()) == ["junit.xml", "report.html", "results.json"]
         junit = tar.extractfile("junit.xml").read().decode()  # type: ignore[union-attr]
     assert "<testcase " in junit
+
+
+def test_a_vendor_profile_travels_to_the_shards_in_a_configmap() -> None:
+    text = "name: acme\ndrivers:\n  gpu: gpu.acme.example.com\n"
+    cm, in_pod = m.profile_configmap("acme-profile.yaml", text, "abc12345")
+    assert in_pod == "/profile/acme-profile.yaml"  # the file keeps its name: results.json records it
+    assert cm["metadata"]["name"] == "drakit-profile" and cm["metadata"]["namespace"] == "drakit-abc12345"
+    assert cm["data"] == {"profile": text} and cm["metadata"]["labels"][m.RUN_LABEL] == "abc12345"
+    job = m.shard_job("abc12345", 1, 2, "img:1", ["-m", "feature_core"], None, profile=in_pod)
+    pod = job["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    command = container["command"]
+    assert command[command.index("--vendor") + 1] == in_pod and command[-2:] == ["-m", "feature_core"]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == "profile"]
+    assert volume["configMap"] == {"name": "drakit-profile", "items": [{"key": "profile", "path": "acme-profile.yaml"}]}
+    assert {"name": "profile", "mountPath": "/profile", "readOnly": True} in container["volumeMounts"]
+    plain = m.shard_job("abc12345", 1, 2, "img:1", [], None)["spec"]["template"]["spec"]
+    assert "--vendor" not in plain["containers"][0]["command"] and "profile" not in [v["name"] for v in plain["volumes"]]
+    with pytest.raises(ValueError, match="vendor profile holds"):
+        m.profile_configmap("big.yaml", "#" * (m.MAX_CASE_BYTES + 1), "r")
+
+
+def test_a_bad_vendor_profile_is_one_line_before_anything_is_created(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: acme\ndrivers:\n  gpu: 12\n")
+    for profile, says in ((bad, f"drakit run: vendor profile: {bad}:3: "), (tmp_path / "none.yaml", "cannot read")):
+        # no cluster at that kubeconfig: the profile is checked before the API server is asked anything
+        res = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "run", "--in-cluster", "--vendor",
+                              str(profile), "--kubeconfig", str(tmp_path / "no-kubeconfig")], capture_output=True,
+                             text=True, timeout=60, cwd=tmp_path)
+        assert res.returncode == 2, res.stdout + res.stderr
+        assert says in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+        assert "Traceback" not in res.stderr and not (tmp_path / "drakit-out").exists()
+
+
+def test_the_results_part_size_comes_from_the_environment_within_bounds(capsys: pytest.CaptureFixture[str]) -> None:
+    from drakit.conformance.incluster.channel import PART, PART_ENV, part_bytes
+    assert part_bytes({}) == PART and part_bytes({PART_ENV: "4096"}) == 4096
+    for bad in ("12", "lots", str(PART + 1), "-5"):
+        assert part_bytes({PART_ENV: bad}) == PART
+        assert f"${PART_ENV}={bad!r} is not a number of bytes" in capsys.readouterr().err
+    job = m.shard_job("abc12345", 1, 2, "img:1", [], None, part=4096)
+    assert {"name": PART_ENV, "value": "4096"} in job["spec"]["template"]["spec"]["containers"][0]["env"]

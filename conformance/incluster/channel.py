@@ -7,7 +7,8 @@ namespace (``$DRAKIT_RESULTS_CONFIGMAP``, ``NAMESPACE/NAME``, set by the Job): t
 ``NAME`` carries the progress (annotation ``drakit.dev/progress: DONE/TOTAL``, written at most
 once a second and at the end) and, once the shard is done, how many parts its results have and
 their SHA-256; ``NAME-part-<k>`` hold the gzipped ``results.json`` in parts of at most 700 KiB
-(a ConfigMap holds 1 MiB). The caller reads them (:func:`read_results`), else the log
+(a ConfigMap holds 1 MiB; ``$DRAKIT_RESULTS_PART_BYTES`` makes them smaller, for a cluster whose
+API server or etcd takes less in one request). The caller reads them (:func:`read_results`), else the log
 (``frames``). A failure to write is said on stderr and the shard goes on: the log still carries
 everything.
 """
@@ -18,18 +19,21 @@ import base64
 import gzip
 import hashlib
 import json
+import os
 import sys
 import time
 from typing import Any
 
 PROGRESS = "drakit.dev/progress"
 PART = 700 * 1024
+PART_ENV = "DRAKIT_RESULTS_PART_BYTES"
 
 
 class Channel:
-    def __init__(self, where: str, api: Any = None) -> None:
+    def __init__(self, where: str, api: Any = None, part: int | None = None) -> None:
         self.namespace, _, self.name = where.partition("/")
         self._api = api
+        self.part = part or part_bytes(os.environ)
         self._last = 0.0
         self.broken = False
 
@@ -73,7 +77,7 @@ class Channel:
 
     def results(self, text: str, done: int) -> None:
         packed = gzip.compress(text.encode("utf-8"), mtime=0)
-        parts = [packed[i:i + PART] for i in range(0, len(packed), PART)] or [b""]
+        parts = [packed[i:i + self.part] for i in range(0, len(packed), self.part)] or [b""]
 
         def write() -> None:
             for k, part in enumerate(parts):
@@ -81,6 +85,19 @@ class Channel:
             self._put(self.name, {"annotations": {PROGRESS: f"{done}/{done}"},
                                   "data": {"parts": str(len(parts)), "sha256": hashlib.sha256(packed).hexdigest()}})
         self._safely("results", write)
+
+
+def part_bytes(environ: Any) -> int:
+    """The size of a results part: ``$DRAKIT_RESULTS_PART_BYTES`` (1 KiB to :data:`PART`), else
+    :data:`PART`; a value that is not a number in that range is said on stderr and ignored."""
+    raw = str(environ.get(PART_ENV) or "").strip()
+    if not raw:
+        return PART
+    if raw.isdigit() and 1024 <= int(raw) <= PART:
+        return int(raw)
+    print(f"drakit: ${PART_ENV}={raw!r} is not a number of bytes from 1024 to {PART}: parts of {PART} bytes",
+          file=sys.stderr, flush=True)
+    return PART
 
 
 def read_progress(api: Any, namespace: str, name: str) -> tuple[int, int] | None:

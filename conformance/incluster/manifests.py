@@ -23,6 +23,7 @@ SHARD_LABEL = "drakit.dev/shard"
 ACCOUNT = "drakit"
 LOCK = "drakit-shard-lock"
 CASES_MOUNT = "/cases"
+PROFILE_MOUNT = "/profile"
 OUT = "/tmp/drakit-out"
 MAX_CASE_BYTES = 900 * 1024  # a ConfigMap holds 1 MiB at most
 
@@ -102,21 +103,45 @@ def case_files(files: Sequence[tuple[str, str]], run_id: str) -> tuple[dict[str,
     return cm, [posixpath.join(CASES_MOUNT, item["path"]) for item in items]
 
 
+def profile_configmap(name: str, text: str, run_id: str) -> tuple[dict[str, Any], str]:
+    """The ConfigMap carrying a vendor profile (its file *name* and *text*) and the profile's
+    path in the pod (the file keeps its name: results.json records it). ValueError when it is
+    too large for one."""
+    size = len(text.encode("utf-8"))
+    if size > MAX_CASE_BYTES:
+        raise ValueError(f"the vendor profile holds {size:,} bytes; a run in the cluster carries at most "
+                         f"{MAX_CASE_BYTES:,} (one ConfigMap)")
+    name = posixpath.basename(name.replace("\\", "/")) or "profile.yaml"
+    if name in (".", ".."):
+        name = "profile.yaml"
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta("drakit-profile", run_id, namespace_of(run_id)),
+          "data": {"profile": text}}
+    return cm, posixpath.join(PROFILE_MOUNT, name)
+
+
 def shard_job(run_id: str, index: int, count: int, image: str, args: Sequence[str],
-              items: list[dict[str, str]] | None, api_server: str | None = None) -> dict[str, Any]:
+              items: list[dict[str, str]] | None, api_server: str | None = None,
+              profile: str | None = None, part: int | None = None) -> dict[str, Any]:
     """The Job of shard ``index`` of ``count``: ``drakit run --backend cluster --shard i/N`` with
     the pod's service account, its results and progress in its log (``frames``), one try.
     *api_server*: the pod runs in the node's network and reaches the API server there (a
-    cluster whose pods have no route to the ``kubernetes`` Service, as drakit's local one)."""
+    cluster whose pods have no route to the ``kubernetes`` Service, as drakit's local one).
+    *profile*: the vendor profile's path in the pod (``profile_configmap``), mounted from the
+    ``drakit-profile`` ConfigMap and given to ``--vendor``. *part*: the size of the parts of its
+    results in ConfigMaps (``channel``; None: the default)."""
     ns = namespace_of(run_id)
     labels = {RUN_LABEL: run_id, SHARD_LABEL: str(index)}
     command = ["drakit", "run", "--backend", "cluster", "--shard", f"{index}/{count}", "--out", OUT, "--plain",
-               "--emit-results", "--shard-lock", f"{ns}/{LOCK}", *args]
+               "--emit-results", "--shard-lock", f"{ns}/{LOCK}", *(["--vendor", profile] if profile else []), *args]
     volumes: list[dict[str, Any]] = [{"name": "tmp", "emptyDir": {}}]
     mounts = [{"name": "tmp", "mountPath": "/tmp"}]
     if items is not None:
         volumes.append({"name": "cases", "configMap": {"name": "drakit-cases", "items": items}})
         mounts.append({"name": "cases", "mountPath": CASES_MOUNT, "readOnly": True})
+    if profile is not None:
+        volumes.append({"name": "profile", "configMap": {"name": "drakit-profile", "items": [
+            {"key": "profile", "path": posixpath.relpath(profile, PROFILE_MOUNT)}]}})
+        mounts.append({"name": "profile", "mountPath": PROFILE_MOUNT, "readOnly": True})
     container = {
         "name": "drakit", "image": image, "imagePullPolicy": "IfNotPresent", "command": command,
         "env": [{"name": "TMPDIR", "value": "/tmp"}, {"name": "HOME", "value": "/tmp"},
@@ -126,6 +151,8 @@ def shard_job(run_id: str, index: int, count: int, image: str, args: Sequence[st
         "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                             "capabilities": {"drop": ["ALL"]}},
     }
+    if part is not None:
+        container["env"].append({"name": "DRAKIT_RESULTS_PART_BYTES", "value": str(part)})
     volumes.append(token_volume())
     pod_spec = {
         "serviceAccountName": ACCOUNT, "automountServiceAccountToken": False,

@@ -41,13 +41,16 @@ class ShardState:
 class InCluster:
     def __init__(self, api: Any, run_id: str, count: int, image: str, args: Sequence[str],
                  files: Sequence[tuple[str, str]] | None, *, say: Callable[[str], None],
-                 start_timeout: float = 300.0, api_server: str | None = None) -> None:
+                 start_timeout: float = 300.0, api_server: str | None = None,
+                 profile: tuple[str, str] | None = None, part: int | None = None) -> None:
         self.api = api
         self.run_id = run_id
         self.count = count
         self.image = image
         self.args = list(args)
         self.files = files
+        self.profile = profile  # the vendor profile: (file name, text), carried in a ConfigMap
+        self.part = part  # the size of the shards' results parts (None: channel.PART)
         self.say = say
         self.start_timeout = start_timeout
         self.api_server = api_server  # host-network shards reach the API server here
@@ -68,7 +71,12 @@ class InCluster:
             items = cm.pop("items")
             objs.append(cm)
             args += paths
-        objs += [m.shard_job(self.run_id, s.index, self.count, self.image, args, items, self.api_server)
+        in_pod = None
+        if self.profile is not None:
+            cm, in_pod = m.profile_configmap(*self.profile, self.run_id)
+            objs.append(cm)
+        objs += [m.shard_job(self.run_id, s.index, self.count, self.image, args, items, self.api_server, in_pod,
+                             self.part)
                  for s in self.shards]
         return objs
 

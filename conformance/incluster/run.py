@@ -67,6 +67,21 @@ def case_files(raw: list[str]) -> list[tuple[str, str]] | None:
     return [(str(f.relative_to(root)), f.read_text(encoding="utf-8")) for f in files]
 
 
+def vendor_profile(path: str | None) -> tuple[str, str] | None:
+    """``(file name, text)`` of the vendor profile to carry into the shards (None: none given),
+    checked here first: a bad profile is a ValueError of one line, before anything is created."""
+    if not path:
+        return None
+    from drakit.fake_driver.profile import ProfileError, load_vendor_profile
+    try:
+        load_vendor_profile(path)
+        return Path(path).name, Path(path).read_text(encoding="utf-8")
+    except ProfileError as exc:  # file:line: field: problem
+        raise ValueError(f"vendor profile: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"vendor profile: {path}: cannot read it: {exc}") from None
+
+
 def shard_args(args: argparse.Namespace) -> list[str]:
     out: list[str] = []
     for flag, value in (("-k", args.keyword), ("-m", args.markexpr), ("--feature-gates", args.feature_gates),
@@ -81,12 +96,9 @@ def run_in_cluster(args: argparse.Namespace) -> int:
     if problem:
         print(f"drakit run: {problem}", file=sys.stderr)
         return EXIT_USAGE
-    if args.vendor:
-        print("drakit run: --vendor is not carried into the cluster yet: run a vendor profile from outside",
-              file=sys.stderr)
-        return EXIT_USAGE
     try:
         files = case_files(args.paths)
+        profile = vendor_profile(args.vendor)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         print(f"drakit run: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -98,19 +110,23 @@ def run_in_cluster(args: argparse.Namespace) -> int:
     except HarnessError as exc:
         print(f"drakit run: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    from .manifests import case_files as configmap
-    if files is not None:
-        try:
+    from .manifests import case_files as configmap, profile_configmap
+    try:
+        if files is not None:
             configmap(files, "check")
-        except ValueError as exc:
-            print(f"drakit run: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+        if profile:
+            profile_configmap(*profile, "check")
+    except ValueError as exc:
+        print(f"drakit run: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     from .orchestrate import InCluster
     run_id = uuid.uuid4().hex[:8]
     say = _sayer()
     server = str(api.api_client.configuration.host) if args.host_network else None
+    from .channel import PART_ENV, part_bytes
+    part = part_bytes(os.environ) if os.environ.get(PART_ENV) else None  # carried into the shards
     run = InCluster(api, run_id, args.shards, args.image or default_image(), shard_args(args), files, say=say,
-                    api_server=server, start_timeout=args.start_timeout)
+                    api_server=server, start_timeout=args.start_timeout, profile=profile, part=part)
     interrupted: str | None = None  # SIGINT/SIGTERM: drakit.conformance.interrupt raises KeyboardInterrupt
     started = time.monotonic()
     try:

@@ -176,3 +176,54 @@ def test_shards_that_never_start_make_the_run_incomplete_and_leave_nothing(local
     # the run's namespace is gone (other tests of this session's cluster have drakit-* ones of their own)
     created = re.findall(r"created namespace (drakit-[a-z0-9-]+)", out)
     assert created and not [n for n in api.list("Namespace", None) if n["metadata"]["name"] in created]
+
+
+def test_results_in_several_parts_through_the_real_api_server(local_cluster: Any, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A shard's results too large for one ConfigMap: written with the shard's own ServiceAccount
+    (the run's RBAC) in parts of the real size, each taken by the real API server, read back
+    whole by the caller; a part changed or gone gives no results (the caller then reads the log);
+    one part over a ConfigMap's 1 MiB is refused by the API server, said once, and the shard goes on."""
+    import base64
+    import os
+    from drakit.conformance.incluster import manifests as m
+    from drakit.conformance.incluster.channel import PART, Channel, read_results
+    from drakit.conformance.incluster.orchestrate import InCluster
+    admin = Path(local_cluster.kubeconfig)
+    api = _api(admin)
+    run_id = uuid.uuid4().hex[:8]
+    run = InCluster(api, run_id, 1, "unused:0", [], None, say=print)
+    for obj in m.rbac_objects(run_id):
+        api.create(obj)
+    try:
+        shard = _api(_service_account_kubeconfig(admin, run.namespace, m.ACCOUNT, tmp_path / "shard.kubeconfig"))
+        # incompressible: random bytes as base64 in the cases' messages, ~1.6 MB gzipped
+        cases = [{"id": f"big/case-{i}", "message": base64.b64encode(os.urandom(200_000)).decode()} for i in range(8)]
+        text = json.dumps({"schemaVersion": "drakit.results/v1", "cases": cases})
+        channel = Channel(f"{run.namespace}/drakit-shard-1", api=shard)
+        channel.progress(0, 8, force=True)
+        channel.results(text, 8)
+        assert not channel.broken, capsys.readouterr().err
+        head = api.get("ConfigMap", "drakit-shard-1", run.namespace)
+        assert head is not None and int(head["data"]["parts"]) == 3
+        sizes = [len(base64.b64decode(api.get("ConfigMap", f"drakit-shard-1-part-{k}", run.namespace)
+                                      ["binaryData"]["part"])) for k in range(3)]
+        assert sizes[:2] == [PART, PART] and 0 < sizes[2] <= PART, sizes
+        assert read_results(api, run.namespace, "drakit-shard-1") == json.loads(text)
+        # a part changed: the checksum no longer holds
+        part1 = api.get("ConfigMap", "drakit-shard-1-part-1", run.namespace)
+        good = part1["binaryData"]["part"]
+        part1["binaryData"]["part"] = base64.b64encode(b"x" + base64.b64decode(good)[1:]).decode()
+        api.replace(part1)
+        assert read_results(api, run.namespace, "drakit-shard-1") is None
+        api.delete("ConfigMap", "drakit-shard-1-part-2", run.namespace)
+        assert read_results(api, run.namespace, "drakit-shard-1") is None
+        # one part over 1 MiB (what splitting avoids): the real API server refuses it
+        whole = Channel(f"{run.namespace}/drakit-shard-2", api=shard, part=4 * 1024 * 1024)
+        whole.results(text, 8)
+        err = capsys.readouterr().err
+        assert whole.broken and "cannot write the shard's results to ConfigMap" in err, err
+        assert read_results(api, run.namespace, "drakit-shard-2") is None
+    finally:
+        problems = run.delete(wait=30)
+    assert problems == [] and run.leftovers() == []

@@ -4,10 +4,10 @@
     drakit explain claim NS/NAME ...
     drakit explain -f CLAIM_OR_TEMPLATE.yaml [-n NS] ...      would it fit, and where?
 
-The live cluster is only read (lists of classes, slices, taint rules, nodes, and the namespace's
-claims, templates and pods); ``--state`` reads a saved state instead (``--save-state`` writes
-one). Exit 0: it is scheduled, allocated or would fit; 1: it cannot be (the explanation says
-why); 2: bad input (one line: an unknown pod, an unreachable cluster, a file that cannot be used).
+The live cluster is only read (lists of classes, slices, taint rules, nodes, the claims and pods
+of every namespace, and the namespace's templates); ``--state`` reads a saved state instead
+(``--save-state`` writes one). Exit 0: it is scheduled, allocated or would fit; 1: it cannot be
+(the explanation says why); 2: bad input (one line: an unknown pod, an unreachable cluster, a file that cannot be used).
 Also a kubectl plugin: ``kubectl drakit explain pod NS/NAME``.
 """
 
@@ -91,7 +91,7 @@ def _read_state(args: argparse.Namespace) -> tuple[dict[str, bool], list[dict[st
     from drakit.clusters.local.gates import GateError, parse_gate_string
 
     from ..features import DEFAULT_GATES
-    from .state import KINDS, StateError, read_objects, state_gates
+    from .state import KINDS, POD_NAMESPACE_ONLY, StateError, read_objects, state_gates
     try:
         stated = parse_gate_string(args.feature_gates or "")
     except GateError as exc:
@@ -108,9 +108,10 @@ def _read_state(args: argparse.Namespace) -> tuple[dict[str, bool], list[dict[st
         ns = _split(args.name)[0] if args.name else (args.namespace or "default")
         objects: list[dict[str, Any]] = []
         for kind in KINDS:
-            namespaced = kind in ("ResourceClaim", "ResourceClaimTemplate", "Pod")
+            # Claims and pods of every namespace: the scheduler counts each allocated device
+            # (and each share of one) and each pod's requests on a node, whoever's they are.
             objects.extend({**o, "kind": kind, "apiVersion": o.get("apiVersion") or ""}
-                           for o in api.list(kind, ns if namespaced else None))
+                           for o in api.list(kind, ns if kind in POD_NAMESPACE_ONLY else None))
     except HarnessError as exc:
         raise StateError(str(exc)) from None
     except Exception as exc:  # the client's own errors: an unreachable server, a refused list

@@ -1,7 +1,9 @@
 """Explanations attached to a failed case: every pod of the case still waiting for a node.
 
 Read through the session (the same reads on both backends: the case's namespace and the
-cluster-wide objects it sees) and worked out on a copy, so the target is never changed.
+cluster-wide objects it sees; on a cluster, also the claims and pods of every other namespace,
+whose devices and node resources the scheduler counts as taken) and worked out on a copy, so
+the target is never changed.
 A claim left unallocated is explained through the pod that waits for it (claims are allocated
 for a pod being scheduled; one no pod asks for is not a failure of its own).
 """
@@ -33,7 +35,7 @@ def explain_failure(session: Any) -> tuple[list[dict[str, Any]], str]:
     for o in objects:  # session.list may leave out the namespace the objects live in
         if o["kind"] in ("Pod", "ResourceClaim", "ResourceClaimTemplate"):
             o["metadata"] = {**o["metadata"], "namespace": o["metadata"].get("namespace") or session.namespace}
-    store = load_store(objects)
+    store = load_store(objects + _elsewhere(session))
     gates = session_gates(session)
     out: list[dict[str, Any]] = []
     texts: list[str] = []
@@ -47,3 +49,18 @@ def explain_failure(session: Any) -> tuple[list[dict[str, Any]], str]:
         texts.append(f"({len(waiting) - MAX_PODS} more pod(s) without a node: "
                      f"{', '.join(p['metadata']['name'] for p in waiting[MAX_PODS:])})")
     return out, "\n".join(texts)
+
+
+def _elsewhere(session: Any) -> list[dict[str, Any]]:
+    """The claims and pods of the other namespaces of a cluster the session reads through the API
+    (with the session's names, as its own lists have them); none for the reference backend,
+    whose cluster holds only the case."""
+    api, ns = getattr(session, "api", None), getattr(session, "namespace", None)
+    if api is None or not ns:
+        return []
+    names = getattr(session, "names", None)
+    out: list[dict[str, Any]] = []
+    for kind in ("ResourceClaim", "Pod"):
+        found = [o for o in api.list(kind, None) if o["metadata"].get("namespace") not in (ns, None)]
+        out.extend(dict(o, kind=kind) for o in (names.incoming(found) if names is not None else found))
+    return out

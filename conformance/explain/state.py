@@ -13,8 +13,9 @@ from typing import Any, Iterable, Mapping
 
 from ..reference.store import ObjectStore
 
-# What an explanation reads, cluster-wide or in the pod's namespace.
+# What an explanation reads: cluster-wide, but for the templates (only the pod's namespace).
 KINDS = ("DeviceClass", "ResourceSlice", "DeviceTaintRule", "Node", "ResourceClaim", "ResourceClaimTemplate", "Pod")
+POD_NAMESPACE_ONLY = ("ResourceClaimTemplate",)
 STATE_SCHEMA = "drakit.explain.state/v1"
 
 

@@ -134,3 +134,88 @@ def test_explain_agrees_with_the_real_scheduler(local_cluster: Any, tmp_path: Pa
             api.delete("ResourceSlice", f"{n}-gpus", None)
             api.delete("Node", n, None)
         api.delete("DeviceClass", "explain-gpu", None)
+
+
+XNS_DRIVER = "xns.explain.drakit.dev"
+XNS_NODE = "explain-xns-node"
+HOLDER_NS, WAITER_NS = "drakit-explain-holder", "drakit-explain-waiter"
+
+
+def test_explain_counts_what_other_namespaces_hold(local_cluster: Any, capsys: Any) -> None:  # noqa: F811
+    """The node's only GPU is allocated to a claim of another namespace, and another namespace's
+    pod takes all of its CPU: the real scheduler leaves both waiting pods unschedulable, and
+    explain (which reads claims and pods of every namespace) says so and names the holder."""
+    from drakit.conformance.backends.cluster import ClusterSession
+    from drakit.conformance.backends.kubeapi import KubeApi
+    from drakit.conformance.explain.failures import explain_failure
+    api = KubeApi(str(local_cluster.kubeconfig))
+    kc = local_cluster.kubeconfig
+
+    def claim(name: str, ns: str) -> dict[str, Any]:
+        return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name, "namespace": ns},
+                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "explain-xns-gpu"}}]}}}
+
+    def pod(name: str, ns: str, claim: str | None = None, cpu: str | None = None) -> dict[str, Any]:
+        c: dict[str, Any] = {"name": "main", "image": "registry.invalid/none:0"}
+        spec: dict[str, Any] = {"containers": [c], "nodeSelector": {"kubernetes.io/hostname": XNS_NODE}}
+        if claim:
+            c["resources"] = {"claims": [{"name": "gpu"}]}
+            spec["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim}]
+        if cpu:
+            c.setdefault("resources", {})["requests"] = {"cpu": cpu}
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+    def node_of(name: str, ns: str) -> str | None:
+        return ((api.get("Pod", name, ns) or {}).get("spec") or {}).get("nodeName")
+
+    def unschedulable(name: str, ns: str) -> str | None:
+        conds = ((api.get("Pod", name, ns) or {}).get("status") or {}).get("conditions") or []
+        return next((c.get("message") or "?" for c in conds if c["type"] == "PodScheduled" and c["status"] == "False"
+                     and c.get("reason") == "Unschedulable"), None)
+
+    for ns in (HOLDER_NS, WAITER_NS):
+        api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    api.create(kwokconfig.fake_node(XNS_NODE, {"kubernetes.io/hostname": XNS_NODE}, allocatable={"cpu": "2", "memory": "8Gi"}))
+    api.create({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "explain-xns-gpu"},
+                "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{XNS_DRIVER}'"}}]}})
+    api.create({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{XNS_NODE}-gpus"},
+                "spec": {"driver": XNS_DRIVER, "nodeName": XNS_NODE,
+                         "pool": {"name": XNS_NODE, "generation": 1, "resourceSliceCount": 1},
+                         "devices": [{"name": "gpu-0"}]}})
+    try:
+        # the other namespace takes the GPU (through its pod's claim) and all of the CPU
+        api.create(claim("held", HOLDER_NS))
+        api.create(pod("holder", HOLDER_NS, claim="held"))
+        api.create(pod("hog", HOLDER_NS, cpu="2"))
+        assert wait_for("holder bound", lambda: node_of("holder", HOLDER_NS)) == XNS_NODE
+        assert wait_for("hog bound", lambda: node_of("hog", HOLDER_NS)) == XNS_NODE
+
+        # a GPU pod of the waiter's namespace: the scheduler cannot allocate its claim
+        api.create(claim("want", WAITER_NS))
+        api.create(pod("waits", WAITER_NS, claim="want"))
+        assert "cannot allocate all claims" in wait_for("waits unschedulable", lambda: unschedulable("waits", WAITER_NS))
+        rc, e = _explain(capsys, kc, "pod", f"{WAITER_NS}/waits")
+        assert (rc, e["verdict"]) == (1, "unschedulable"), e["message"]
+        assert e["summary"]["closestNode"] == XNS_NODE and e["summary"]["checked"]
+        assert f"claim {HOLDER_NS}/held" in e["summary"]["fix"], e["summary"]
+        # a failed case's explanation, read through the cluster backend's session of that namespace
+        session = ClusterSession(api, None, WAITER_NS, "explain-test", False)  # type: ignore[arg-type]
+        (e,), _ = explain_failure(session)
+        assert e["verdict"] == "unschedulable" and f"claim {HOLDER_NS}/held" in e["summary"]["fix"], e["summary"]
+        # the same claim as a file: would it fit? no, for the same reason
+        rc, e = _explain(capsys, kc, "claim", f"{WAITER_NS}/want")
+        assert (rc, e["verdict"]) == (1, "unschedulable") and f"claim {HOLDER_NS}/held" in e["summary"]["fix"]
+
+        # a CPU pod of the waiter's namespace: the node's CPU is the other namespace's
+        api.create(pod("wants-cpu", WAITER_NS, cpu="1"))
+        assert "Insufficient cpu" in wait_for("wants-cpu unschedulable", lambda: unschedulable("wants-cpu", WAITER_NS))
+        rc, e = _explain(capsys, kc, "pod", f"{WAITER_NS}/wants-cpu")
+        assert (rc, e["verdict"]) == (1, "unschedulable"), e["message"]
+        refusals = [r for n in e["nodes"] if n["name"] == XNS_NODE for r in n["refusals"]]
+        assert [r["reason"] for r in refusals] == ["Insufficient cpu"], refusals
+    finally:
+        for ns in (HOLDER_NS, WAITER_NS):
+            api.delete("Namespace", ns, None)
+        api.delete("ResourceSlice", f"{XNS_NODE}-gpus", None)
+        api.delete("Node", XNS_NODE, None)
+        api.delete("DeviceClass", "explain-xns-gpu", None)

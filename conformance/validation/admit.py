@@ -67,22 +67,27 @@ def default_taints(obj: dict[str, Any], stamp: str) -> None:
             t["timeAdded"] = stamp
 
 
-def _canonical(q: Any) -> Any:
+def _canonical(q: Any, problems: list[str]) -> Any:
     from ..quantity import Quantity
+    if isinstance(q, bool) or not isinstance(q, (str, int, float)):
+        return q
     try:
-        return Quantity(str(q)).canonical() if isinstance(q, (str, int, float)) and not isinstance(q, bool) else q
-    except Exception:  # noqa: BLE001 - validation reports what is not a quantity
+        return Quantity(str(q)).canonical()
+    except ValueError as exc:  # decoding refuses it: the first one is the answer
+        problems.append(str(exc))
         return q
 
 
-def _canonical_map(m: Any) -> None:
+def _canonical_map(m: Any, problems: list[str]) -> None:
     if isinstance(m, dict):
         for k in list(m):
-            m[k] = _canonical(m[k]) if not isinstance(m[k], dict) else m[k]
+            m[k] = _canonical(m[k], problems) if not isinstance(m[k], dict) else m[k]
 
 
-def canonical_quantities(obj: dict[str, Any]) -> None:
-    """Quantities are stored in canonical form (``1000m`` is ``1``), as the API server writes them."""
+def canonical_quantities(obj: dict[str, Any]) -> str | None:
+    """Quantities are stored in canonical form (``1000m`` is ``1``), as the API server writes them.
+    Returns why the first one that is no quantity cannot be decoded (None: all are quantities)."""
+    problems: list[str] = []
     kind = obj.get("kind")
     spec = as_dict(obj.get("spec"))
     if kind == "ResourceClaimTemplate":
@@ -91,27 +96,36 @@ def canonical_quantities(obj: dict[str, Any]) -> None:
         for req in as_list(as_dict(spec.get("devices")).get("requests")):
             bodies = [as_dict(req).get("exactly")] + as_list(as_dict(req).get("firstAvailable"))
             for b in bodies:
-                _canonical_map(as_dict(as_dict(as_dict(b).get("capacity")).get("requests")))
+                _canonical_map(as_dict(as_dict(as_dict(b).get("capacity")).get("requests")), problems)
     elif kind == "ResourceSlice":
         for d in as_list(spec.get("devices")):
             for c in as_dict(as_dict(d).get("capacity")).values():
                 c = as_dict(c)
                 if "value" in c:
-                    c["value"] = _canonical(c["value"])
+                    c["value"] = _canonical(c["value"], problems)
                 pol = as_dict(c.get("requestPolicy"))
                 if "default" in pol:
-                    pol["default"] = _canonical(pol["default"])
+                    pol["default"] = _canonical(pol["default"], problems)
                 if isinstance(pol.get("validValues"), list):
-                    pol["validValues"] = [_canonical(v) for v in pol["validValues"]]
-                _canonical_map(as_dict(pol.get("validRange")))
+                    pol["validValues"] = [_canonical(v, problems) for v in pol["validValues"]]
+                _canonical_map(as_dict(pol.get("validRange")), problems)
             for cc in as_list(as_dict(d).get("consumesCounters")):
                 for v in as_dict(as_dict(cc).get("counters")).values():
                     if isinstance(v, dict) and "value" in v:
-                        v["value"] = _canonical(v["value"])
+                        v["value"] = _canonical(v["value"], problems)
         for cs in as_list(spec.get("sharedCounters")):
             for v in as_dict(as_dict(cs).get("counters")).values():
                 if isinstance(v, dict) and "value" in v:
-                    v["value"] = _canonical(v["value"])
+                    v["value"] = _canonical(v["value"], problems)
+    elif kind == "Pod":
+        for c in as_list(spec.get("initContainers")) + as_list(spec.get("containers")):
+            res = as_dict(as_dict(c).get("resources"))
+            _canonical_map(as_dict(res.get("limits")), problems)
+            _canonical_map(as_dict(res.get("requests")), problems)
+        _canonical_map(as_dict(as_dict(spec.get("resources")).get("limits")), problems)
+        _canonical_map(as_dict(as_dict(spec.get("resources")).get("requests")), problems)
+        _canonical_map(as_dict(spec.get("overhead")), problems)
+    return problems[0] if problems else None
 
 
 def apply_defaults(obj: dict[str, Any], stamp: str) -> None:
@@ -125,6 +139,9 @@ def apply_defaults(obj: dict[str, Any], stamp: str) -> None:
         default_taints(obj, stamp)
     elif kind == "ResourcePoolStatusRequest" and isinstance(obj.get("spec"), dict):
         obj["spec"].setdefault("limit", 100)
+    elif kind == "Pod":
+        from .podresources import default_requests
+        default_requests(obj.get("spec"))
 
 
 def admin_access_errors(obj: dict[str, Any], namespace_labels: Mapping[str, str] | None) -> list[FieldErr]:
@@ -254,6 +271,10 @@ def admit(obj: Mapping[str, Any], old: Mapping[str, Any] | None = None, *, gates
     meta = new.setdefault("metadata", {})
     if kind in NAMESPACED and not meta.get("namespace"):
         meta["namespace"] = "default"
+    bad = canonical_quantities(new)
+    if bad:
+        return Verdict(False, status="BadRequest",
+                       message=f'{kind} in version "{api.rpartition("/")[2]}" cannot be handled as a {kind}: {bad}')
     unknown = _unknown_field(new)
     if unknown:
         return Verdict(False, status="BadRequest",
@@ -279,7 +300,6 @@ def admit(obj: Mapping[str, Any], old: Mapping[str, Any] | None = None, *, gates
     elif kind in RESET_STATUS_ON_CREATE:
         new.pop("status", None)
     drop_disabled_fields(new, old_obj, gates)
-    canonical_quantities(new)
     errors = _validate(new, old_obj, gates, namespace_labels)
     if old_obj is not None:
         from .meta import validate_common_update

@@ -1,6 +1,7 @@
 """The DRA-relevant part of Pod validation (pkg/apis/core/validation): ``spec.resourceClaims``
 and each container's ``resources.claims``, plus the container basics a pod manifest needs
-(name, image). Other pod fields are the API server's business; the reference does not judge them."""
+(name, image) and the amounts of its resources (``podresources``). Other pod fields are the API
+server's business; the reference does not judge them."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from .common import Errs, as_dict, as_list, dns_label
 from .errs import child, duplicate, index, invalid, not_found, required
 from .meta import validate_object_meta
 from .names import name_is_dns_subdomain
+from .podresources import container_requirements, pod_level
 from .verdict import GoRepr, go_json
 
 
@@ -95,6 +97,7 @@ def _containers(containers: list[Any], pod_claims: set[str], path: str) -> Errs:
             seen.add(name)
         if not c.get("image"):
             errs.append(required(child(p, "image")))
+        errs += container_requirements(c, p)
         res = as_dict(c.get("resources"))
         errs += container_claims(as_list(res.get("claims")), pod_claims, child(p, "resources", "claims"))
     return errs
@@ -111,4 +114,5 @@ def validate_pod(obj: dict[str, Any], gates: Mapping[str, bool]) -> Errs:
         errs.append(required("spec.containers"))
     errs += _containers(containers, pod_claims, "spec.containers")
     errs += _containers(as_list(spec.get("initContainers")), pod_claims, "spec.initContainers")
+    errs += pod_level(spec)
     return errs

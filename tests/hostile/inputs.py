@@ -83,6 +83,48 @@ def _with_allocatable(amount: str) -> str:
     return base("allocatable") + f"hardware:\n  nodes:\n    - name: n1\n      shape: small-1gpu\n      allocatable: {{cpu: {amount}}}\n"
 
 
+POD = """\
+id: hostile/NAME
+title: a pod with a bad amount
+features: [core]
+steps:
+  - apply:
+      apiVersion: v1
+      kind: Pod
+      metadata: {name: p}
+      spec:
+        containers:
+          - {name: main, image: registry.k8s.io/pause:3.10, resources: RESOURCES}
+SPEC
+"""
+
+
+def _pod(name: str, resources: str, spec: str = "") -> str:
+    """A case applying one pod whose container has *resources* (flow YAML); *spec*: more lines of the pod's spec."""
+    return POD.replace("NAME", name).replace("RESOURCES", resources).replace("SPEC\n", spec)
+
+
+_C = r"{file}:11: steps\[0\]\.apply\.spec\.containers\[0\]\.resources"
+POD_AMOUNTS = (  # (name, container resources, more pod spec, the line) - the API server's words (admission oracle)
+    ("cpu-negative", "{requests: {cpu: -5}}", "", _C + r'\.requests\.cpu: Invalid value: "-5": must be greater than or equal to 0$'),
+    ("cpu-negative-milli", '{requests: {cpu: "-100m"}}', "", _C + r'\.requests\.cpu: Invalid value: "-100m": must be greater than'),
+    ("memory-limit-negative", "{limits: {memory: -1Gi}}", "",
+     _C + r'\.limits\.memory: Invalid value: "-1Gi": must be greater than or equal to 0 \(and 1 more\)$'),
+    ("gpu-negative", '{requests: {example.com/gpu: "-1"}, limits: {example.com/gpu: "-1"}}', "",
+     _C + r'\.limits\.example\.com/gpu: Invalid value: "-1": must be greater than or equal to 0 \(and 1 more\)$'),
+    ("gpu-fraction", '{requests: {example.com/gpu: 500m}, limits: {example.com/gpu: 500m}}', "",
+     _C + r"\.requests\.example\.com/gpu: Invalid value: '500m': must be an integer$"),
+    ("cpu-over-limit", "{requests: {cpu: 2}, limits: {cpu: 1}}", "",
+     _C + r'\.requests: Invalid value: "2": must be less than or equal to cpu limit of 1$'),
+    ("cpu-words", '{requests: {cpu: "four cores"}}', "",
+     _C + r"\.requests\.cpu: invalid quantity 'four cores': quantities must match the regular expression"),
+    ("pod-level-negative", "{}", "        resources: {requests: {cpu: -1}}\n",
+     r'{file}:12: steps\[0\]\.apply\.spec\.resources\.requests\.cpu: Invalid value: "-1": must be greater than or equal to 0$'),
+    ("overhead-negative", "{}", "        overhead: {memory: -1}\n",
+     r'{file}:\d+: steps\[0\]\.apply\.spec\.overhead.*Invalid value: "-1": must be greater than or equal to 0$'),
+)
+
+
 NOT_A_QUANTITY = r"'{}' is not a quantity: quantities must match the regular expression"
 ALLOCATABLE = (  # (name, YAML of the amount, the message after the field)
     ("huge-exponent", '"1e1000000"', r"'1e1000000' is not a quantity: quantity exponent 1000000 is larger than this kit supports \(1000\)"),
@@ -255,6 +297,11 @@ CASE_FILES: tuple[CaseFile, ...] = (
     # error, "this is a drakit bug", or a silent pass) ------------------------------------------
     *(CaseFile(f"allocatable-{name}", _with_allocatable(amount), rf"{{file}}:16: hardware\.nodes\[0\]\.allocatable\.cpu: {line}")
       for name, amount, line in ALLOCATABLE),
+    *(CaseFile(f"pod-{name}", _pod(name, res, spec), line) for name, res, spec, line in POD_AMOUNTS),
+    CaseFile("capacity-request-words", base("capwords").replace(
+        'exactly: {deviceClassName: "${class.gpu}"}', 'exactly: {deviceClassName: "${class.gpu}", capacity: {requests: {memory: lots}}}'),
+        r"{file}:9: steps\[0\]\.apply\.spec\.devices\.requests\[0\]\.exactly\.capacity\.requests\.memory: "
+        r"invalid quantity 'lots': quantities must match the regular expression"),
     *(CaseFile(f"{field}-{name}", base(f"{field}-{name}") + f"  - {step}\n",
                rf"{{file}}:{12 + step.count(chr(10))}: steps\[2\]\.{field}: {line}")
       for field, name, step, line in DURATIONS),

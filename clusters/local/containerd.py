@@ -289,13 +289,20 @@ def containers_from_info(infos: Iterable[Mapping[str, Any]]) -> list[dict[str, A
             "effective": {
                 "env": list((spec.get("process") or {}).get("env") or []),
                 "mounts": [{"containerPath": m.get("destination"), "hostPath": m.get("source")}
-                           for m in spec.get("mounts") or [] if m.get("type") == "bind"],
+                           for m in spec.get("mounts") or [] if _is_bind(m)],
                 "deviceNodes": [{"path": dn.get("path"), "type": dn.get("type")}
                                 for dn in (spec.get("linux") or {}).get("devices") or []],
             },
         })
     out.sort(key=lambda e: str(e.get("created") or ""))
     return out
+
+
+def _is_bind(mount: Mapping[str, Any]) -> bool:
+    """A bind mount of the OCI spec: the kubelet's say ``type: bind``; a CDI spec's mount edits
+    (a driver's device-metadata file, for one) often give no type, only ``bind``/``rbind`` options."""
+    return mount.get("type") == "bind" or (not mount.get("type") and bool(
+        {"bind", "rbind"} & {str(o) for o in mount.get("options") or []}))
 
 
 def _cri_config(info: Mapping[str, Any]) -> dict[str, Any]:

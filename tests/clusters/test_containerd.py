@@ -122,6 +122,18 @@ def test_containers_from_info_reads_cdi_ids_env_mounts_and_devices_and_skips_san
     assert main["effective"]["deviceNodes"] == [{"path": "/dev/gpu0", "type": "c"}]
 
 
+def test_a_cdi_mount_without_a_type_is_a_bind_mount_of_the_container():
+    """A CDI spec's mount edit (the fake driver's device-metadata file) gives only ``ro, bind``
+    options; containerd copies it into the OCI spec without a type. Seen: the metadata cases failed
+    on containerd nodes because such a mount was not read."""
+    info = _info("container", "p", "main", [], [], "2026-01-01T00:00:02Z")
+    info["Spec"]["mounts"] += [{"destination": "/var/run/meta.json", "source": "/n/m.json", "options": ["ro", "bind"]},
+                               {"destination": "/dev/pts", "source": "devpts", "options": ["nosuid"]}]
+    mounts = ctd.containers_from_info([info])[0]["effective"]["mounts"]
+    assert mounts == [{"containerPath": "/etc/gpu", "hostPath": "/n/meta"},
+                      {"containerPath": "/var/run/meta.json", "hostPath": "/n/m.json"}]
+
+
 def test_folders_below_run_stay_visible_in_the_node_namespace():
     node = Path("/run/user/0/drakit/local/n/node-1")
     script = ctd.namespace_script(node, Path("/root/.cache/bin"), {}, node / "cwd",

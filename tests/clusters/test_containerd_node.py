@@ -196,3 +196,7 @@ def test_the_driver_suite_through_the_kubeconfig_alone_reads_what_containers_pri
     assert not [m for m in unseen.values() if "printed" in m or "container" in m], unseen
     for cid in ("driver/pod-env", "driver/prepare"):
         assert cases[cid]["status"] == "passed", cases[cid]
+    # results.json and the report say what runtime the target's Nodes run, read from the Nodes
+    nodes = results["environment"]["backends"]["cluster"]["nodes"]
+    assert nodes["count"] >= 1 and all(rt.startswith("containerd://2.") for rt in nodes["containerRuntimes"]), nodes
+    assert "containerd://2." in (out / "report.html").read_text()

@@ -69,8 +69,11 @@ Not supported
     :class:`CelUnsupportedError`, a :class:`CelCompileError`. Parser nesting deeper than 32
     levels (upstream allows more). Results of type duration or timestamp from ``sum``, ``min``,
     ``max`` and the list extension (the engine cannot take them back from Python; a clear runtime
-    error says so). ``optional.unwrap``/``unwrapOpt``, ``sortBy``, the URL, IP, CIDR, format and
-    authz libraries.
+    error says so). A string holding a NUL character as the result of a string function
+    (``lowerAscii``, ``substring``, ``join`` ...): the engine would cut it at the NUL, so the
+    evaluation is a runtime error saying so (upstream returns the string); attribute values,
+    literals and list or map results keep their NULs (see ``_nul``). ``optional.unwrap``/``unwrapOpt``,
+    ``sortBy``, the URL, IP, CIDR, format and authz libraries.
 """
 
 from __future__ import annotations

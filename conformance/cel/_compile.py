@@ -16,6 +16,7 @@ from ._device import EncodedDevice
 from ._errors import (COST_LIMIT_TEXT, NOT_ITERABLE_TEXT, CelCompileError, CelRuntimeError, compile_error_text,
                       runtime_error_text, strip_status)
 from ._functions import declarations
+from ._nul import engine_value
 from ._proto import VALUE_POOL
 
 __all__ = [
@@ -64,14 +65,14 @@ class _Engine:
         }
 
     def literal_error(self, function: str, literal: str) -> str | None:
-        value = self.probes[function].eval(data={"device": literal})
+        value = self.probes[function].eval(data={"device": engine_value(literal)})
         if value.type() == _T.ERROR:
             return strip_status(str(value.value()))
         return None
 
 
 def _domain_lookup(domains: Any, key: Any) -> Any:
-    return domains.get(key, {}) if isinstance(domains, dict) else {}
+    return engine_value(domains.get(key, {})) if isinstance(domains, dict) else {}
 
 
 def _domain_lookup_declaration() -> cel.FunctionDecl:
@@ -183,7 +184,7 @@ class Selector:
     def _patched(self, device: EncodedDevice, missing_attr: frozenset[str],
                  missing_cap: frozenset[str]) -> dict[str, Any]:
         """The device with empty maps for absent looked-up domains and the hidden real maps."""
-        base = device.device
+        base = device.data["device"]  # the engine's copy (see _nul)
         patched = dict(base)
         if missing_attr:
             patched["attributes"] = {**base["attributes"], **{d: {} for d in missing_attr}}
@@ -227,6 +228,22 @@ def _compile_failure(expression: str, raw: str) -> CelCompileError:
     return CelCompileError(detail)
 
 
+def _whole_message(engine: _Engine, expression: str, raw: str) -> str:
+    """The engine's compile error, whole: it cuts its message at a NUL character (a C string;
+    see _nul), so an expression holding one is compiled again with another character that no
+    token accepts either, for the message only, and the NUL put back in it."""
+    if "\x00" not in expression:
+        return raw
+    stand_in = next((chr(c) for c in range(1, 32) if chr(c) not in expression and chr(c) not in "\t\n\r"), None)
+    if stand_in is None:
+        return raw
+    try:
+        engine.env.compile(expression.replace("\x00", stand_in))
+    except RuntimeError as err:
+        return str(err).replace(stand_in, "\x00")
+    return raw
+
+
 def _validate_checked(engine: _Engine, expression: str, checked: Any, *, want_bool: bool = True) -> None:
     issues = [(node_id, message) for node_id, message in _ast.homogeneous_literal_issues(checked)]
     for function, literal, node_id in _ast.literal_arguments(checked):
@@ -249,7 +266,7 @@ def _compile(expression: str, *, want_bool: bool = True) -> Selector:
     try:
         program = engine.env.compile(expression)
     except RuntimeError as err:
-        raise _compile_failure(expression, str(err)) from None
+        raise _compile_failure(expression, _whole_message(engine, expression, str(err))) from None
     wrapper, checked = _ast.decode(program.serialize())
     _validate_checked(engine, expression, checked, want_bool=want_bool)
     use = _ast.rewrite_domain_maps(checked)

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, NamedTuple
 
 from cel_expr_python import cel
 
+from ._nul import nul_safe
 from ._proto import QUANTITY_TYPE, SEMVER_TYPE
 
 __all__ = ["T", "Q", "S", "LIST", "MAP", "SCALARS", "ORDERED", "NO_SUCH_OVERLOAD", "Sig", "CelFunctionError",
@@ -59,7 +60,9 @@ def function(name: str, impl: Callable[..., Any], sigs: Iterable[Sig], member: b
     overloads = []
     for sig in sigs:
         kinds = tuple(_kind(p) for p in sig.params)
-        extra = {} if kinds in bound else {"impl": impl}
+        # results holding a NUL reach the engine whole, or as an error (see _nul)
+        wraps = sig.result == T.DYN or sig.result == LIST or sig.result == MAP
+        extra = {} if kinds in bound else {"impl": nul_safe(name, impl, wraps, CelFunctionError)}
         bound.add(kinds)
         overload_id = f"drakit_{name.replace('.', '_')}_{sig.suffix}"
         overloads.append(cel.Overload(overload_id, sig.result, list(sig.params), is_member=member, **extra))

@@ -10,6 +10,7 @@ from typing import Any, Mapping
 from ..attributes import AttributeValue, split_qualified_name
 from ..quantity import Quantity
 from ..semver import Semver
+from ._nul import engine_value, has_nul
 from ._values import quantity_message, semver_message
 
 __all__ = ["CelDevice", "EncodedDevice", "encode_device"]
@@ -119,5 +120,7 @@ def encode_device(dev: CelDevice) -> EncodedDevice:
         largest = max(largest, len(domain), len(ident))
     device = {"driver": dev.driver, "allowMultipleAllocations": bool(dev.allow_multiple_allocations),
               "attributes": attributes, "capacity": capacity}
-    return EncodedDevice(device, {"device": device}, frozenset(attributes), frozenset(capacity), error, largest,
+    # the engine's copy: strings holding a NUL wrapped, or the same object (see _nul)
+    engine = engine_value(device) if has_nul(dev.driver) or any(has_nul(a.value) for a in dev.attributes.values()) else device
+    return EncodedDevice(device, {"device": engine}, frozenset(attributes), frozenset(capacity), error, largest,
                          dev)

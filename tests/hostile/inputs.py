@@ -316,6 +316,11 @@ CASE_FILES: tuple[CaseFile, ...] = (
     CaseFile("cel-syntax", base("cel").replace('exactly: {deviceClassName: "${class.gpu}"}',
                                                'exactly: {deviceClassName: "${class.gpu}", selectors: [{cel: {expression: "device.driver =="}}]}'),
              r"{file}:9: steps\[0\]\.apply\.spec\.devices\.requests\[0\]\.exactly\.selectors\[0\]\.cel\.expression: compilation failed"),
+    CaseFile("cel-nul-outside-a-literal", base("celnul").replace('exactly: {deviceClassName: "${class.gpu}"}',
+                                                                'exactly: {deviceClassName: "${class.gpu}", selectors: [{cel: {expression: "'
+                                                                "device.driver == 'a\\0b' \\0|| true"'"}}]}'),
+             r"{file}:9: .*selectors\[0\]\.cel\.expression: compilation failed: ERROR: <input>:1:\d+: Syntax error: "
+             r"token recognition error at: '\\x00'$"),
     CaseFile("cel-not-bool", base("celtype").replace('exactly: {deviceClassName: "${class.gpu}"}',
                                                     'exactly: {deviceClassName: "${class.gpu}", selectors: [{cel: {expression: "1 + 1"}}]}'),
              r"{file}:9: .*selectors\[0\]\.cel\.expression: .*bool"),

@@ -38,6 +38,10 @@ def _plan_of(source: str, results: Mapping[str, Any]) -> Mapping[str, Any]:
     return shard
 
 
+def _profile_name(vendor: Any) -> str:
+    return f"profile {vendor.get('name')!r}" if isinstance(vendor, Mapping) else "no profile recorded"
+
+
 def _time(text: str) -> dt.datetime:
     return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
 
@@ -55,13 +59,18 @@ def merge_shards(parts: Sequence[tuple[str, Mapping[str, Any]]], lost: Mapping[i
     plans = [(source, _plan_of(source, results)) for source, results in parts]
     first_source, first = plans[0]
     expected = [(e["id"], e["backend"], e["shard"]) for e in first["plan"]]
-    for source, plan in plans[1:]:
+    vendor = parts[0][1].get("environment", {}).get("vendor")
+    for (source, plan), (_s, results) in zip(plans[1:], parts[1:]):
         if plan["count"] != first["count"]:
             raise ShardMergeError(f"{source}: shard {plan['index']}/{plan['count']} is not of the same run as "
                                   f"{first_source} (shard {first['index']}/{first['count']})")
         if [(e["id"], e["backend"], e["shard"]) for e in plan["plan"]] != expected:
             raise ShardMergeError(f"{source}: its plan differs from {first_source}'s: the shards ran different "
                                   f"cases (another corpus, selection or drakit version)")
+        own = results.get("environment", {}).get("vendor")
+        if own != vendor:
+            raise ShardMergeError(f"{source}: it ran with another vendor profile than {first_source} "
+                                  f"({_profile_name(own)} against {_profile_name(vendor)}): give every shard the same --vendor")
     count = first["count"]
     planned = {(cid, backend): shard for cid, backend, shard in expected}
     seen: dict[tuple[str, str], int] = {}

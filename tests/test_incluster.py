@@ -183,3 +183,21 @@ def test_the_results_part_size_comes_from_the_environment_within_bounds(capsys: 
         assert f"${PART_ENV}={bad!r} is not a number of bytes" in capsys.readouterr().err
     job = m.shard_job("abc12345", 1, 2, "img:1", [], None, part=4096)
     assert {"name": PART_ENV, "value": "4096"} in job["spec"]["template"]["spec"]["containers"][0]["env"]
+
+
+def test_the_sonobuoy_plugin_carries_a_vendor_profile_in_its_config_map() -> None:
+    from drakit.fake_driver.profile import bundled_profile_path
+    res = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "sonobuoy-plugin", "--image", "img:1",
+                          "--vendor", str(bundled_profile_path()), "--", "-k", "core/"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    doc = yaml.safe_load(res.stdout)
+    assert set(doc) <= SONOBUOY_TOP and doc["config-map"] == {"profile.yaml": bundled_profile_path().read_text()}
+    command = doc["spec"]["command"]
+    assert command[command.index("--vendor") + 1] == "/tmp/sonobuoy/config/profile.yaml"  # where sonobuoy mounts it
+    assert command[-2:] == ["-k", "core/"]
+    assert "config-map" not in plugin_definition("img:1", "0", [])
+    bad = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "sonobuoy-plugin", "--vendor", "/no/such.yaml"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and not bad.stdout and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    assert bad.stderr.startswith("drakit sonobuoy-plugin: vendor profile: /no/such.yaml")

@@ -122,3 +122,13 @@ def test_shards_of_different_runs_are_refused(runs: Path, tmp_path: Path) -> Non
     assert res.returncode == 2 and "would overwrite a shard's results.json" in res.stderr
     res = drakit("run", "--shard", "3/2", "--out", str(tmp_path), cwd=runs)
     assert res.returncode == 2 and res.stderr.strip() == "drakit run: --shard: '3/2': i must be 1 to N (2)"
+
+
+def test_shards_run_with_another_vendor_profile_are_refused(runs: Path) -> None:
+    s1, s2 = (load_results(runs / d / "results.json") for d in ("s1", "s2"))
+    other = json.loads(json.dumps(s2))
+    other["environment"]["vendor"] = {**other["environment"]["vendor"], "name": "acme", "file": "acme.yaml"}
+    with pytest.raises(ShardMergeError, match=r"other: it ran with another vendor profile than s1 \(profile 'acme' "
+                                              r"against profile 'drakit-fake'\)"):
+        merge_shards([("s1", s1), ("other", other)])
+    assert merge_shards([("s1", s1), ("s2", s2)])["environment"]["vendor"]["name"] == "drakit-fake"

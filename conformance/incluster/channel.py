@@ -1,8 +1,7 @@
 """A shard's progress and results through the API server, beside its log.
 
 A pod's log reaches the caller through the API server's proxy to the node's kubelet, which not
-every cluster allows (a kubelet port the API server cannot reach; drakit's local cluster, whose
-nodes carry no address). So a shard in a pod also keeps them in ConfigMaps of the run's
+every cluster allows (a kubelet port the API server cannot reach, a node with no address). So a shard in a pod also keeps them in ConfigMaps of the run's
 namespace (``$DRAKIT_RESULTS_CONFIGMAP``, ``NAMESPACE/NAME``, set by the Job): the ConfigMap
 ``NAME`` carries the progress (annotation ``drakit.dev/progress: DONE/TOTAL``, written at most
 once a second and at the end) and, once the shard is done, how many parts its results have and

@@ -139,6 +139,11 @@ def _sonobuoy_pod(definition: dict[str, Any], namespace: str, session: str, api_
     from drakit.conformance.incluster.manifests import TOKEN_MOUNT, token_volume
     spec["volumeMounts"] = [*spec["volumeMounts"], {"name": "token", "mountPath": TOKEN_MOUNT, "readOnly": True}]
     spec["terminationMessagePolicy"] = "FallbackToLogsOnError"  # its last lines in the pod's status on an error
+    extra = list(definition.get("extra-volumes", []))
+    if definition.get("config-map"):  # as sonobuoy gen does: a ConfigMap plugin-NAME-cm at /tmp/sonobuoy/config
+        extra.append({"name": "sonobuoy-drakit-vol", "configMap": {"name": "plugin-drakit-cm"}})
+        spec["volumeMounts"].append({"name": "sonobuoy-drakit-vol", "mountPath": "/tmp/sonobuoy/config"})
+        spec["env"].append({"name": "SONOBUOY_CONFIG_DIR", "value": "/tmp/sonobuoy/config"})
     worker = {"name": "sonobuoy-worker", "image": spec["image"], "imagePullPolicy": "IfNotPresent",
               "command": ["python3", "-c", WORKER], "terminationMessagePolicy": "FallbackToLogsOnError",
               "volumeMounts": [{"name": "results", "mountPath": results_dir}]}
@@ -154,13 +159,12 @@ def _sonobuoy_pod(definition: dict[str, Any], namespace: str, session: str, api_
                      "hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet",
                      "containers": [spec, worker],
                      "automountServiceAccountToken": False,
-                     "volumes": [{"name": "results", "emptyDir": {}}, *definition.get("extra-volumes", []),
-                                 token_volume()]}}
+                     "volumes": [{"name": "results", "emptyDir": {}}, *extra, token_volume()]}}
 
 
 # what sonobuoy's worker does with the done file: wait for it, read the path in it; here, list the tarball
 WORKER = r"""
-import os, sys, tarfile, time
+import json, os, sys, tarfile, time
 done = '/tmp/sonobuoy/results/done'
 while not os.path.exists(done):
     time.sleep(1)
@@ -171,17 +175,21 @@ with tarfile.open(path) as tar:
     lines += ['MEMBER ' + name for name in tar.getnames()]
     junit = tar.extractfile('junit.xml').read().decode()
     lines += ['TESTCASES %d' % junit.count('<testcase '), 'FAILURES %d' % junit.count('<failure')]
+    vendor = json.load(tar.extractfile('results.json'))['environment']['vendor']
+    lines += ['VENDOR %s %s' % (vendor['name'], vendor['file'])]
 print('\n'.join(lines))
 open('/dev/termination-log', 'w').write('\n'.join(lines))  # read from the pod's status (no kubelet logs here)
 """
 
 
-def test_the_sonobuoy_plugin_job_runs_to_completion_with_its_done_file(containerd_cluster: Any, image: str) -> None:  # noqa: F811
+def test_the_sonobuoy_plugin_job_runs_to_completion_with_its_done_file(containerd_cluster: Any, image: str,  # noqa: F811
+                                                                       tmp_path: Path) -> None:
     import yaml
     from kubernetes import client
-    res = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "sonobuoy-plugin", "--image", image, "--",
-                          "-k", "template-claims"], capture_output=True, text=True, timeout=60)
-    definition = yaml.safe_load(res.stdout)  # the image's own suites, one file of them
+    res = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "sonobuoy-plugin", "--image", image,
+                          "--vendor", str(_no_nic_profile(tmp_path)), "--", "-k", "template-claims"],
+                         capture_output=True, text=True, timeout=60)
+    definition = yaml.safe_load(res.stdout)  # the image's own suites, one file of them; a vendor profile
     core = _core(containerd_cluster)
     rbac = client.RbacAuthorizationV1Api(core.api_client)
     session = uuid.uuid4().hex[:8]
@@ -189,6 +197,7 @@ def test_the_sonobuoy_plugin_job_runs_to_completion_with_its_done_file(container
     core.create_namespace({"metadata": {"name": ns}})
     try:
         core.create_namespaced_service_account(ns, {"metadata": {"name": "sonobuoy-serviceaccount"}})
+        core.create_namespaced_config_map(ns, {"metadata": {"name": "plugin-drakit-cm"}, "data": definition["config-map"]})
         rbac.create_cluster_role_binding({"metadata": {"name": ns}, "roleRef": {
             "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
             "subjects": [{"kind": "ServiceAccount", "name": "sonobuoy-serviceaccount", "namespace": ns}]})
@@ -211,6 +220,80 @@ def test_the_sonobuoy_plugin_job_runs_to_completion_with_its_done_file(container
         assert members == ["junit.xml", "report.html", "results.json"]
         testcases = int(next(line.split()[1] for line in worker_log.splitlines() if line.startswith("TESTCASES ")))
         assert testcases >= 3 and "FAILURES 0" in worker_log
+        assert "VENDOR drakit-fake-no-nic no-nic.yaml" in worker_log, worker_log  # the config-map's profile
     finally:
         rbac.delete_cluster_role_binding(ns)
         core.delete_namespace(ns)
+
+
+def _no_nic_profile(folder: Path) -> Path:
+    """The fake drivers' profile under another name and without its ``nic`` role: the cases
+    that use it are not-applicable (skipped, naming the profile), the others run as before."""
+    import yaml
+    from drakit.fake_driver.profile import bundled_profile_path
+    data = yaml.safe_load(bundled_profile_path().read_text())
+    data["name"] = "drakit-fake-no-nic"
+    for section in ("drivers", "classes", "attributes", "capacities", "values"):
+        data[section].pop("nic", None)
+    path = folder / "no-nic.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_a_vendor_profile_is_carried_into_the_shards(containerd_cluster: Any, image: str,  # noqa: F811
+                                                      tmp_path: Path) -> None:
+    kc = str(containerd_cluster.kubeconfig)
+    profile = str(_no_nic_profile(tmp_path))
+    corpus = str(CASE_FILES[1])  # core/constraints: three of its cases use the nic role
+    outside = drakit("run", corpus, "--backend", "cluster", "--kubeconfig", kc, "--vendor", profile, "--out", "outside",
+                     "--plain", "-q", cwd=tmp_path)
+    assert outside.returncode == 0, outside.stdout[-3000:] + outside.stderr[-2000:]
+    inside = drakit("run", "--in-cluster", "--shards", "2", "--host-network", "--image", image, corpus, "--kubeconfig",
+                    kc, "--vendor", profile, "--out", "inside", cwd=tmp_path)
+    assert inside.returncode == 0, inside.stdout[-4000:] + inside.stderr[-2000:]
+    assert statuses(tmp_path / "inside" / "results.json") == statuses(tmp_path / "outside" / "results.json")
+    merged = json.loads((tmp_path / "inside" / "results.json").read_text())
+    assert merged["environment"]["vendor"] == {"name": "drakit-fake-no-nic", "file": "no-nic.yaml",
+                                               "drivers": ["gpu.acme.example.com", "gpu.nova.example.com"],
+                                               "fakeDriver": True}
+    shards = [json.loads((tmp_path / "inside" / f"shard-{i}.json").read_text()) for i in (1, 2)]
+    assert all(s["environment"]["vendor"]["name"] == "drakit-fake-no-nic" for s in shards)  # each pod loaded it
+    skipped = [c for c in merged["cases"] if c["status"] == "skipped"]
+    assert len(skipped) >= 3 and all("'drakit-fake-no-nic' does not define ${class.nic}" in c["skip"]["message"]
+                                     for c in skipped), skipped
+    assert sum(1 for c in merged["cases"] if c["status"] == "passed") >= 5
+    assert _run_leftovers(containerd_cluster) == []
+
+
+def test_a_shards_results_in_several_parts_come_back_whole(containerd_cluster: Any, image: str,  # noqa: F811
+                                                           tmp_path: Path) -> None:
+    """Parts of 2 KiB (``$DRAKIT_RESULTS_PART_BYTES``, carried into the shard pods): each shard's
+    results come back in several ConfigMaps, merged into the run's report; they equal what the
+    shard's log carries. ``--keep`` leaves them to look at; the test then deletes the run."""
+    import os
+    import re
+    from drakit.conformance.backends.kubeapi import KubeApi
+    from drakit.conformance.incluster.frames import find_results
+    from drakit.conformance.incluster.orchestrate import InCluster
+    kc = str(containerd_cluster.kubeconfig)
+    res = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "run", "--in-cluster", "--shards", "2",
+                          "--host-network", "--image", image, str(CASE_FILES[1]), "--kubeconfig", kc, "--keep",
+                          "--out", "out"], cwd=tmp_path, capture_output=True, text=True, timeout=1800,
+                         env={**os.environ, "DRAKIT_RESULTS_PART_BYTES": "2048"})
+    (ns,) = re.findall(r"created namespace (drakit-[a-z0-9]+)", res.stdout)
+    api = KubeApi(kc)
+    run = InCluster(api, ns.removeprefix("drakit-"), 2, image, [], None, say=print)
+    try:
+        assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+        core = _core(containerd_cluster)
+        for i in (1, 2):
+            head = api.get("ConfigMap", f"drakit-shard-{i}", ns)
+            assert head is not None and int(head["data"]["parts"]) >= 2, head
+            own = json.loads((tmp_path / "out" / f"shard-{i}.json").read_text())
+            (pod,) = core.list_namespaced_pod(ns, label_selector=f"drakit.dev/shard={i}").items
+            assert find_results(core.read_namespaced_pod_log(pod.metadata.name, ns, container="drakit")) == own
+        merged = json.loads((tmp_path / "out" / "results.json").read_text())
+        assert merged["verdict"]["result"] == "pass" and len(merged["run"]["merged"]["shards"]) == 2
+    finally:
+        problems = run.delete(wait=150)
+    assert problems == [] and _run_leftovers(containerd_cluster) == []

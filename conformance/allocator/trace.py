@@ -271,7 +271,10 @@ _IN = re.compile(r"""['"]([A-Za-z_][A-Za-z0-9_]*)['"]\s+in\s+device\.attributes\
 class Probe(Allocator):
     """An allocator that takes back every device it accepts (see the module docstring); with an
     ``All`` request it keeps them, so the rest of the node's devices are checked as upstream
-    would. Its ``allocate`` returns None unless the claims are all ``All``."""
+    would, and it goes on past a device the checks refuse (where upstream's search stops), so
+    that every device of the request gets its first failing check, not only the first device
+    refused. Its ``allocate`` returns None unless the claims are all ``All`` (and then not an
+    allocation upstream would make)."""
 
     def _allocate_device(self, rd: RequestData, ri: int, si: int, cand: CandidateDevice,
                          *, must: bool) -> Callable[[], None] | None:
@@ -281,4 +284,10 @@ class Probe(Allocator):
         if undo is not None and not must:
             undo()
             return None
+        if undo is None and must:
+            return _nothing_to_undo  # refused (the tracer has it): on to the next device
         return undo
+
+
+def _nothing_to_undo() -> None:
+    return None

@@ -99,6 +99,27 @@ def test_tolerating_the_taint_is_the_checked_change() -> None:
     assert s["checked"] and s["fix"].startswith("tolerate broken:NoSchedule")
 
 
+def test_an_all_request_shows_every_device_not_only_the_first_refused() -> None:
+    # allocationMode All: upstream's search stops at the first device it cannot take; explain
+    # goes on, so every device has its check and the change covers all that are refused
+    # (found by the counterfactual script: explain said "no single change" here)
+    c = standard(cluster(), devices=[_gpu("d0", taints=[{"key": "broken", "effect": "NoSchedule"}]), _gpu("d1"), _gpu("d2")])
+    _pending(c, allocationMode="All")
+    out = explain(c, "p")
+    ds = devices(out)
+    assert {k: d["check"] for k, d in ds.items()} == {"d0": "taint", "d1": "ok", "d2": "ok"}
+    s = out["summary"]
+    assert s["singleChange"] and s["checked"] and s["fix"].startswith("tolerate broken:NoSchedule")
+    # two taints, on two devices: no single toleration is enough, and both are named
+    c = standard(cluster(), devices=[_gpu("d0", taints=[{"key": "broken", "effect": "NoSchedule"}]), _gpu("d1"),
+                                     _gpu("d2", taints=[{"key": "hot", "effect": "NoSchedule"}])])
+    _pending(c, allocationMode="All")
+    out = explain(c, "p")
+    assert {k: d["check"] for k, d in devices(out).items()} == {"d0": "taint", "d1": "ok", "d2": "taint"}
+    s = out["summary"]
+    assert not s["singleChange"] and [ch["key"][1][0][0] for ch in s["changes"]] == ["broken", "hot"]
+
+
 def test_capacity_short_after_rounding() -> None:
     dev = {"name": "d0", "allowMultipleAllocations": True,
            "capacity": {"mem": {"value": "10Gi", "requestPolicy": {"default": "1Gi", "validRange": {"min": "1Gi", "step": "4Gi"}}}}}

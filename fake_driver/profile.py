@@ -62,6 +62,9 @@ PLUGIN_PLACEHOLDERS = ("node", "kubeconfig", "registryDir", "pluginsDir", "cdiDi
                        "binary", "profileDir", "nodeDir", "kubeletDir")
 # those of driverUnderTest.controller's command (a process for the cluster, on no node)
 CONTROLLER_PLACEHOLDERS = ("kubeconfig", "drakitBin", "metricsPort", "binary", "profileDir", "nodeDir")
+# what driverUnderTest.plugin.needs may name: what a node of the fake runtime lacks
+NODE_NEEDS = {"nri": "NRI (the container runtime's socket /var/run/nri/nri.sock)",
+              "stockPaths": "the stock paths /var/lib/kubelet and /var/run/cdi as the node's own"}
 
 
 class ProfileError(ValueError):
@@ -114,6 +117,7 @@ class PluginSpec:
     source: SourceSpec | None = None  # v2: a local checkout built into drakit's driver cache
     env: tuple[tuple[str, str], ...] = ()  # v2: the process's environment (same placeholders)
     profile_dir: str = ""  # the profile's folder: where relative paths start
+    needs: tuple[str, ...] = ()  # v2: nri, stockPaths (NODE_NEEDS): only containerd nodes have them
 
     @property
     def builds(self) -> bool:
@@ -374,14 +378,15 @@ def _program(raw: Any, profile_dir: str, path: tuple[str, ...], fail: Any) -> Pl
                       tuple((c["name"], c["selector"]) for c in raw.get("deviceClasses") or ()),
                       raw.get("metricsPath"), raw.get("binary"), raw.get("goInstall"),
                       SourceSpec(str(src["dir"]), str(src["package"]), tuple(src.get("tags") or ())) if src else None,
-                      tuple((str(k), str(v)) for k, v in (raw.get("env") or {}).items()), profile_dir)
+                      tuple((str(k), str(v)) for k, v in (raw.get("env") or {}).items()), profile_dir,
+                      tuple(str(n) for n in raw.get("needs") or ()))
 
 
 def _v2_fields(data: Mapping[str, Any]) -> list[tuple[object, ...]]:
     """Where a version-1 profile uses a field of version 2."""
     dut = data.get("driverUnderTest") or {}
     found: list[tuple[object, ...]] = [("driverUnderTest", k) for k in ("controller", "configurations") if k in dut]
-    for key in ("binary", "goInstall", "source", "env"):
+    for key in ("binary", "goInstall", "source", "env", "needs"):
         if key in (dut.get("plugin") or {}):
             found.append(("driverUnderTest", "plugin", key))
     found += [("driverUnderTest", "containerEnv", k) for k, v in (dut.get("containerEnv") or {}).items()

@@ -34,6 +34,7 @@ def test_v1_profiles_load_as_before() -> None:
     ("driverUnderTest:\n  plugin:\n    command: [x]\n    binary: x\n", 7, "driverUnderTest.plugin.binary: needs version: 2"),
     ("driverUnderTest:\n  containerEnv:\n    A: {pattern: '.*'}\n", 6, "driverUnderTest.containerEnv.A: needs version: 2"),
     ("driverUnderTest:\n  controller: {command: [x]}\n", 5, "driverUnderTest.controller: needs version: 2"),
+    ("driverUnderTest:\n  plugin:\n    command: [x]\n    needs: [nri]\n", 7, "driverUnderTest.plugin.needs: needs version: 2"),
 ])
 def test_a_v2_field_in_a_v1_profile_is_one_line(tmp_path: Path, body: str, line: int, message: str) -> None:
     with pytest.raises(ProfileError) as err:
@@ -95,3 +96,21 @@ def test_configurations_change_the_plugin_and_the_optional_behaviours(tmp_path: 
     assert profile.configured("default").under_test.optional == ("admin-access",)
     with pytest.raises(ProfileError, match="no configuration 'other' \\(known: default, shared\\)"):
         profile.configured("other")
+
+
+def test_plugin_needs_say_what_the_fake_runtime_lacks_in_one_line(tmp_path: Path) -> None:
+    from drakit.clusters.local.vendorplugin import needs_problem
+    p = load_vendor_profile(write(tmp_path, "version: 2\n" + HEAD + "driverUnderTest:\n  plugin:\n"
+                                  "    command: ['{binary}']\n    binary: x\n    needs: [nri, stockPaths]\n"))
+    needs = p.under_test.plugin.needs
+    assert needs == ("nri", "stockPaths")
+    assert needs_problem("dra.cpu", needs, "containerd") is None
+    assert needs_problem("dra.cpu", (), "fake") is None
+    line = needs_problem("dra.cpu", needs, "fake")
+    assert line is not None and "\n" not in line
+    assert line.startswith("the dra.cpu plugin needs NRI (the container runtime's socket /var/run/nri/nri.sock) and ")
+    assert "the fake runtime has none: run it on containerd nodes (--runtime containerd)" in line
+    assert "kwok nodes" in (needs_problem("dra.cpu", needs, None) or "")
+    with pytest.raises(ProfileError, match=re.escape("p.yaml:8: driverUnderTest.plugin.needs[0]: 'gpu' is not one of ['nri', 'stockPaths']")):
+        load_vendor_profile(write(tmp_path, "version: 2\n" + HEAD + "driverUnderTest:\n  plugin:\n"
+                                  "    command: [x]\n    needs: [gpu]\n"))

@@ -11,6 +11,12 @@ per node of the local cluster, in a private mount namespace that dies with the p
 - the folders the plugin expects (``plugin.folders``) are made first (upstream's test driver
   refuses to start without ``<datadir>/<driver>``).
 
+On a containerd node (``--runtime containerd``) the plugin runs inside the node's own mount and
+PID namespaces instead (``enter``: ``KubeletNode.enter``), as a DaemonSet pod with hostPath
+volumes would: ``/var/lib/kubelet`` is the node's kubelet folder, ``/var/run/cdi`` its CDI folder
+and ``/var/run/nri/nri.sock`` its runtime's NRI socket; it dies with the node. A profile whose
+plugin ``needs`` NRI or those stock paths cannot run on the fake runtime: :func:`needs_problem`.
+
 Placeholders: ``{node}`` (the node name), ``{kubeconfig}`` (an admin kubeconfig of the cluster),
 ``{registryDir}`` (the kubelet's plugin registry folder), ``{pluginsDir}`` (the kubelet's plugins
 folder, the parent of ``<pluginsDir>/<driver>``), ``{cdiDir}`` (the node's CDI folder) and
@@ -29,11 +35,11 @@ import os
 import shutil
 import string
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from drakit.fake_driver.profile import PLUGIN_PLACEHOLDERS
+from drakit.fake_driver.profile import NODE_NEEDS, PLUGIN_PLACEHOLDERS
 
 from . import procs
 
@@ -41,6 +47,8 @@ from . import procs
 _NAMESPACE_SCRIPT = ('mount -n -t tmpfs -o mode=0755 drakit-run /run && mkdir -p /run/cdi && '
                      'mount -n --bind "$0" /run/cdi && exec "$@"')  # -n: no utab on the host
 PLACEHOLDERS = PLUGIN_PLACEHOLDERS  # checked when the profile is loaded (drakit lint --vendor)
+#: hidden inside a containerd node's namespaces (private tmpfs there), unless the node's own
+NODE_PRIVATE = ("/run", "/var/run", "/var/lib", "/var/log")
 
 
 class PluginStartError(Exception):
@@ -54,6 +62,16 @@ class NodeFolders:
     registry_dir: Path
     plugins_dir: Path
     cdi_dir: Path
+
+
+def needs_problem(driver: str, needs: Sequence[str], runtime: str | None) -> str | None:
+    """One line when the plugin ``needs`` what nodes of ``runtime`` lack (None: they have it)."""
+    if not needs or runtime == "containerd":
+        return None
+    what = " and ".join(NODE_NEEDS.get(n, n) for n in needs)
+    node = f"the {runtime} runtime" if runtime else "kwok nodes (no real kubelet here)"
+    return (f"the {driver} plugin needs {what} (plugin.needs: {', '.join(needs)}); {node} has none: "
+            "run it on containerd nodes (--runtime containerd)")
 
 
 def render(template: Sequence[str], values: Mapping[str, str]) -> list[str]:
@@ -74,8 +92,10 @@ class VendorPlugin:
 
     def __init__(self, driver: str, command: Sequence[str], folders: Sequence[str], node: str,
                  node_folders: NodeFolders, kubeconfig: Path, bin_dir: Path, log: Path,
-                 extra: Mapping[str, str] | None = None, env: Sequence[tuple[str, str]] = ()) -> None:
+                 extra: Mapping[str, str] | None = None, env: Sequence[tuple[str, str]] = (),
+                 enter: Callable[[list[str]], list[str]] | None = None) -> None:
         self.driver = driver
+        self.enter = enter  # a containerd node's: the argv that runs a command inside it
         self.node = node
         self.folders = node_folders
         self.values = {"node": node, "kubeconfig": str(kubeconfig), "registryDir": str(node_folders.registry_dir),
@@ -104,16 +124,34 @@ class VendorPlugin:
     def _rolling(self) -> list[Path]:
         return [p for p in self.folders.registry_dir.glob(f"{self.driver}-*-reg.sock") if p.is_socket()]
 
-    def start(self, timeout: float = 30.0) -> None:
+    def hidden_in_node(self) -> list[str]:
+        """The plugin's own paths a containerd node's private tmpfs would hide from it."""
+        own = [self.values[k] for k in ("kubeconfig", "nodeDir", "binary", "profileDir") if self.values.get(k)]
+        node = self.folders.registry_dir.parent
+        return [p for p in own if any(Path(p).is_relative_to(t) for t in NODE_PRIVATE)
+                and not Path(p).is_relative_to(node)]
+
+    def _argv(self) -> list[str]:
+        if self.enter is not None:
+            if not shutil.which("nsenter"):
+                raise PluginStartError("starting a plugin inside a containerd node needs nsenter (util-linux) on PATH")
+            hidden = self.hidden_in_node()
+            if hidden:
+                raise PluginStartError(f"the {self.driver} plugin on node {self.node} would not see {hidden[0]}: "
+                                       f"inside the node {', '.join(NODE_PRIVATE)} are the node's own")
+            return self.enter(self.argv)
         if not shutil.which("unshare"):
             raise PluginStartError("starting a vendor plugin needs unshare (util-linux) on PATH")
+        return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", _NAMESPACE_SCRIPT,
+                str(self.folders.cdi_dir), *self.argv]
+
+    def start(self, timeout: float = 30.0) -> None:
+        argv = self._argv()
         for d in (self.folders.registry_dir, self.folders.plugins_dir, self.folders.cdi_dir, Path(self.values["nodeDir"]),
                   *self.make):
             d.mkdir(parents=True, exist_ok=True)
         for stale in (self.folders.registry_dir / f"{self.driver}-reg.sock", *self._rolling()):
             stale.unlink(missing_ok=True)  # a stale one would look like a registration
-        argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", _NAMESPACE_SCRIPT,
-                str(self.folders.cdi_dir), *self.argv]
         env = {**os.environ, **self.env} if self.env else None
         popen, self.info = procs.spawn(f"plugin-{self.driver}-{self.node}", argv, self.log, env=env, die_with_parent=True)
         self._popen = {popen.pid: popen}

@@ -88,10 +88,11 @@ class DriverNodes(NodeReads):
             return  # nothing drakit could start: the suite finds no slices and says why
         from drakit.clusters.local.kwokconfig import fake_node
         from drakit.clusters.nodeagent.kube import KubeNodeRuntime
-        self.root = Path(tempfile.mkdtemp(prefix="drakit-drv-"))  # short: Unix socket paths
         api = self.target.api
         cluster = self.target.cluster
         self.real = getattr(cluster, "real_nodes_reason", "no real nodes") is None
+        self._check_needs(getattr(cluster, "node_runtime", None) if self.real else None)
+        self.root = Path(tempfile.mkdtemp(prefix="drakit-drv-"))  # short: Unix socket paths
         labels = {"drakit.dev/driver-under-test": "true"}
         try:
             for i in range(1, COUNT + 1):
@@ -122,6 +123,13 @@ class DriverNodes(NodeReads):
             self.stop()
             raise HarnessError(f"{type(exc).__name__}: {exc}") from None
 
+    def _check_needs(self, runtime: str | None) -> None:
+        """A plugin that needs NRI or the stock node paths runs on containerd nodes only: one line."""
+        from drakit.clusters.local.vendorplugin import needs_problem
+        problem = needs_problem(self.dut.driver, self.dut.plugin.needs, runtime) if self.dut.plugin else None
+        if problem:
+            raise HarnessError(problem)
+
     def _side(self, node: _Node) -> Any:
         return node.local if node.local is not None else node.agent
 
@@ -138,7 +146,7 @@ class DriverNodes(NodeReads):
             node.plugin = VendorPlugin(self.dut.driver, self.dut.plugin.command, self.dut.plugin.folders, node.name,
                                        folders, cluster.kubeconfig, cluster.bin_dir, self.logs.path(f"{self.log_prefix}{node.name}-plugin"),
                                        extra={**self._values(self.dut.plugin, "plugin"), "nodeDir": str(node.root / "plugin")},
-                                       env=self.dut.plugin.env)
+                                       env=self.dut.plugin.env, enter=self._enter(node))
             node.mark_log()
             try:
                 node.plugin.start()
@@ -166,6 +174,12 @@ class DriverNodes(NodeReads):
         node.local.start(timeout=15.0)
         node.agent = node.local.agent
         self._publish(node, inventory)
+
+    @staticmethod
+    def _enter(node: _Node) -> Any:
+        """A containerd node's way in (the plugin runs in its namespaces, as a DaemonSet pod)."""
+        kubelet = node.kubelet
+        return kubelet.enter if kubelet is not None and getattr(kubelet, "containerd", None) is not None else None
 
     def _values(self, spec: Any, role: str) -> dict[str, str]:
         """``{binary}`` (found or built: ``clusters.local.driverbuild``) and ``{profileDir}``."""

@@ -200,3 +200,56 @@ def test_the_driver_suite_through_the_kubeconfig_alone_reads_what_containers_pri
     nodes = results["environment"]["backends"]["cluster"]["nodes"]
     assert nodes["count"] >= 1 and all(rt.startswith("containerd://2.") for rt in nodes["containerRuntimes"]), nodes
     assert "containerd://2." in (out / "report.html").read_text()
+
+
+def test_a_vendor_plugin_runs_inside_the_containerd_node_with_nri_and_the_stock_paths(containerd_cluster, tmp_path):
+    """A plugin started as drakit starts a vendor's (``VendorPlugin`` with the node's ``enter``):
+    upstream's test driver with only the stock paths (/var/lib/kubelet/..., /var/run/cdi) and,
+    first, a check that NRI's socket answers. The node's own kubelet registers it, so its
+    registration and DRA sockets were the node's; it dies when stopped."""
+    import socket as _socket
+
+    from drakit.clusters.local import build
+    from drakit.clusters.local.vendorplugin import NodeFolders, VendorPlugin
+    from drakit.clusters.local.pytest_fixture import skip_or_fail
+    if not (build.bin_dir() / "dra-test-driver").is_file():
+        skip_or_fail("dra-test-driver not built; run 'drakit cluster build'")
+    kn = containerd_cluster.kubelet_node("node-1")
+    p = kn.paths
+    driver = "test-driver.cdi.k8s.io"
+    nri = ("import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); "
+           "print('NRI answers at', sys.argv[1], flush=True)")
+    command = ["/bin/sh", "-c", '"$0" -c "$1" "$2" && exec "$3" --kubeconfig "$4" kubelet-plugin --node-name node-1 '
+               f'--datadir /var/lib/kubelet/plugins --plugin-registration-path /var/lib/kubelet/plugins_registry '
+               f'--cdi-dir {ctd.CDI_DIR}', sys.executable, nri, ctd.NRI_SOCKET, "{drakitBin}/dra-test-driver",
+               "{kubeconfig}"]
+    log = tmp_path / "plugin" / "plugin.log"
+    mark = (p.dir / "kubelet.log").stat().st_size
+    plugin = VendorPlugin(driver, command, [f"{{pluginsDir}}/{driver}"], "node-1",
+                          NodeFolders(p.registry_dir, p.plugins_dir, p.cdi_dir), containerd_cluster.kubeconfig,
+                          build.bin_dir(), log, enter=kn.enter)
+    try:
+        plugin.start(timeout=60)
+        assert plugin.info is not None
+        child = wait_for("the plugin's process", lambda: _only_child_of(plugin.info.pid), 10)
+        # inside the node: its mount and PID namespaces are containerd's, not the host's
+        assert os.readlink(f"/proc/{child}/ns/mnt") == os.readlink(f"/proc/{kn._pid1}/ns/mnt")
+        assert _pidns(child) == _pidns(kn._pid1) != _pidns(os.getpid())
+        registered = wait_for("the kubelet registered the plugin", lambda: any(
+            "Registered DRA plugin" in ln and driver in ln
+            for ln in (p.dir / "kubelet.log").read_bytes()[mark:].decode(errors="replace").splitlines()), 60,
+            logs=lambda: log.read_text()[-2000:])
+        assert registered
+        assert (p.plugins_dir / driver / "dra.sock").is_socket()  # /var/lib/kubelet/plugins inside
+        assert "NRI answers at /var/run/nri/nri.sock" in log.read_text()
+    finally:
+        plugin.stop()
+    assert not plugin.alive() and not procs.is_alive(child)  # a zombie until the node's init reaps it
+
+
+def _only_child_of(pid: int) -> int | None:
+    try:
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return None
+    return int(kids[0]) if len(kids) == 1 else None

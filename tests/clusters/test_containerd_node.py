@@ -207,8 +207,6 @@ def test_a_vendor_plugin_runs_inside_the_containerd_node_with_nri_and_the_stock_
     upstream's test driver with only the stock paths (/var/lib/kubelet/..., /var/run/cdi) and,
     first, a check that NRI's socket answers. The node's own kubelet registers it, so its
     registration and DRA sockets were the node's; it dies when stopped."""
-    import socket as _socket
-
     from drakit.clusters.local import build
     from drakit.clusters.local.vendorplugin import NodeFolders, VendorPlugin
     from drakit.clusters.local.pytest_fixture import skip_or_fail

@@ -134,6 +134,7 @@ class Configuration:
     env: tuple[tuple[str, str], ...] = ()
     optional: tuple[str, ...] | None = None  # None: driverUnderTest.optional
     description: str = ""
+    capacities: tuple[str, ...] | None = None  # the role's capacity keys it publishes; None: all
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +224,10 @@ class VendorProfile:
         if plugin is not None:
             plugin = replace(plugin, command=plugin.command + conf.args, env=plugin.env + conf.env)
         optional = dut.optional if conf.optional is None else conf.optional
-        return replace(self, under_test=replace(dut, plugin=plugin, optional=optional, configurations=(conf,)))
+        capacities = self.capacities if conf.capacities is None else tuple(
+            r for r in self.capacities if r.role != dut.role or r.key in conf.capacities)
+        return replace(self, capacities=capacities,
+                       under_test=replace(dut, plugin=plugin, optional=optional, configurations=(conf,)))
 
 
 def bundled_profile_path() -> Path:
@@ -299,6 +303,12 @@ def parse_profile(data: object, source: str = "<profile>") -> VendorProfile:
         for key, value in entries.items():
             text = str(value).lower() if isinstance(value, bool) else str(value)
             values.append((role, key, text))
+    known = {r.key for r in capacities if r.role == str((data.get("driverUnderTest") or {}).get("role") or next(iter(drivers)))}
+    for i, c in enumerate((data.get("driverUnderTest") or {}).get("configurations") or ()):
+        for j, key in enumerate(c.get("capacities") or ()):
+            if key not in known:
+                raise fail(("driverUnderTest", "configurations", i, "capacities", j),
+                           f"{key!r} is not a key of capacities of the role under test (known: {', '.join(sorted(known)) or 'none'})")
     version = int(data.get("version") or 1)
     if version < 2:
         for path in _v2_fields(data):
@@ -345,7 +355,8 @@ def _under_test(data: Mapping[str, Any], drivers: Mapping[str, str], classes: Ma
         if c["name"] in {x.name for x in configurations}:
             raise fail(("driverUnderTest", "configurations", i, "name"), f"configuration {c['name']!r} is named twice")
         configurations.append(Configuration(c["name"], tuple(c.get("args") or ()), tuple((c.get("env") or {}).items()),
-                                            tuple(c["optional"]) if "optional" in c else None, str(c.get("description") or "")))
+                                            tuple(c["optional"]) if "optional" in c else None, str(c.get("description") or ""),
+                                            tuple(c["capacities"]) if "capacities" in c else None))
     if configurations and plugin is None:
         raise fail(("driverUnderTest", "configurations"), "configurations change how the plugin starts: "
                                                           "driverUnderTest.plugin is needed")

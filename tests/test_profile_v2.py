@@ -114,3 +114,24 @@ def test_plugin_needs_say_what_the_fake_runtime_lacks_in_one_line(tmp_path: Path
     with pytest.raises(ProfileError, match=re.escape("p.yaml:8: driverUnderTest.plugin.needs[0]: 'gpu' is not one of ['nri', 'stockPaths']")):
         load_vendor_profile(write(tmp_path, "version: 2\n" + HEAD + "driverUnderTest:\n  plugin:\n"
                                   "    command: [x]\n    needs: [gpu]\n"))
+
+
+def test_a_configuration_may_publish_fewer_capacities(tmp_path: Path) -> None:
+    body = """capacities: {gpu: {memory: memory, cores: cores}}
+driverUnderTest:
+  plugin: {binary: x, command: ["{binary}"]}
+  configurations:
+    - {name: whole}
+    - {name: bare, capacities: []}
+    - {name: some, capacities: [cores]}
+"""
+    profile = load_vendor_profile(write(tmp_path, "version: 2\n" + HEAD + body))
+    names = {c: [r.key for r in profile.configured(c).capacities] for c in ("whole", "bare", "some")}
+    assert names == {"whole": ["memory", "cores"], "bare": [], "some": ["cores"]}
+    # what the cases' placeholders see: a capacity the configuration does not publish is no placeholder
+    assert "cel.gpu.memory" in profile.configured("whole").placeholders()
+    assert "cel.gpu.memory" not in profile.configured("some").placeholders()
+    with pytest.raises(ProfileError, match=re.escape("p.yaml:11: driverUnderTest.configurations[2].capacities[0]: "
+                                                     "'watts' is not a key of capacities of the role under test "
+                                                     "(known: cores, memory)")):
+        load_vendor_profile(write(tmp_path, "version: 2\n" + HEAD + body.replace("[cores]", "[watts]")))

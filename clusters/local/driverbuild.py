@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -62,10 +63,15 @@ def _fingerprint(root: Path, package: str, tags: tuple[str, ...]) -> str:
 def target(spec: Any) -> Path:
     """Where the program of ``spec`` (a ``PluginSpec``) is, built or not."""
     if spec.binary is not None:
-        if "/" not in spec.binary:
-            found = shutil.which(spec.binary)
-            return Path(found) if found else Path(spec.binary)
-        return _expand(spec.binary, spec.profile_dir)
+        unset = sorted(set(re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", spec.binary)) - set(os.environ))
+        if unset:
+            raise DriverBuildError(f"plugin.binary {spec.binary}: the environment variable {unset[0]} is not set "
+                                   "(it names the program you built)")
+        binary = os.path.expandvars(os.path.expanduser(spec.binary))
+        if "/" not in binary:
+            found = shutil.which(binary)
+            return Path(found) if found else Path(binary)
+        return _expand(binary, spec.profile_dir)
     if spec.go_install is not None:
         module, _, version = spec.go_install.rpartition("@")
         return cache_dir() / "go" / f"{module.replace('/', '_')}@{version}" / module.rsplit("/", 1)[-1]

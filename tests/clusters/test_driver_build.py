@@ -37,6 +37,14 @@ def test_a_binary_is_found_on_path_or_relative_to_the_profile(tmp_path: Path, mo
     spec = load_vendor_profile(profile(tmp_path, "    binary: bin/nothing\n")).under_test.plugin
     with pytest.raises(driverbuild.DriverBuildError, match="no such program relative to the profile's folder"):
         driverbuild.resolve(spec, "p.yaml")
+    # the program a user built, named by an environment variable (examples/dra-driver-cpu.yaml)
+    spec = load_vendor_profile(profile(tmp_path, "    binary: $MY_PLUGIN_BIN\n")).under_test.plugin
+    monkeypatch.delenv("MY_PLUGIN_BIN", raising=False)
+    with pytest.raises(driverbuild.DriverBuildError,
+                       match=r"^plugin.binary \$MY_PLUGIN_BIN: the environment variable MY_PLUGIN_BIN is not set"):
+        driverbuild.resolve(spec, "p.yaml")
+    monkeypatch.setenv("MY_PLUGIN_BIN", str(tool))
+    assert driverbuild.resolve(spec, "p.yaml") == tool
 
 
 def test_go_install_goes_to_a_folder_per_module_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -61,13 +61,18 @@ def run(args: argparse.Namespace) -> int:
         return _fail("say what to explain: pod NS/NAME, claim NS/NAME, or -f CLAIM_OR_TEMPLATE.yaml")
     if args.filename is not None and args.what is not None:
         return _fail("give either pod/claim NS/NAME or -f FILE, not both")
+    warnings: list[str] = []
     try:
-        gates, objects = _read_state(args)
+        gates, objects = _read_state(args, warnings)
         out = _explain(args, gates, objects)
     except (StateError, _Missing) as exc:
         return _fail(str(exc))
     except FieldError as exc:
         return _fail(f"{args.filename or args.name}: {exc}")
+    if warnings:
+        out["warnings"] = warnings
+        for w in warnings:
+            print(f"drakit explain: warning: {w}", file=sys.stderr)
     if args.save_state:
         from .state import saved_state
         try:
@@ -87,11 +92,11 @@ class _Missing(Exception):
     pass
 
 
-def _read_state(args: argparse.Namespace) -> tuple[dict[str, bool], list[dict[str, Any]]]:
+def _read_state(args: argparse.Namespace, warnings: list[str]) -> tuple[dict[str, bool], list[dict[str, Any]]]:
     from drakit.clusters.local.gates import GateError, parse_gate_string
 
     from ..features import DEFAULT_GATES
-    from .state import KINDS, POD_NAMESPACE_ONLY, StateError, read_objects, state_gates
+    from .state import KINDS, StateError, read_objects, state_gates
     try:
         stated = parse_gate_string(args.feature_gates or "")
     except GateError as exc:
@@ -108,16 +113,34 @@ def _read_state(args: argparse.Namespace) -> tuple[dict[str, bool], list[dict[st
         ns = _split(args.name)[0] if args.name else (args.namespace or "default")
         objects: list[dict[str, Any]] = []
         for kind in KINDS:
-            # Claims and pods of every namespace: the scheduler counts each allocated device
-            # (and each share of one) and each pod's requests on a node, whoever's they are.
             objects.extend({**o, "kind": kind, "apiVersion": o.get("apiVersion") or ""}
-                           for o in api.list(kind, ns if kind in POD_NAMESPACE_ONLY else None))
+                           for o in _listed(api, kind, ns, warnings))
     except HarnessError as exc:
         raise StateError(str(exc)) from None
     except Exception as exc:  # the client's own errors: an unreachable server, a refused list
         raise StateError(f"cannot read the cluster: {first_line(exc)}") from None
     seen = observed.get("kube-scheduler") or observed.get("kube-apiserver") or {}
     return {**DEFAULT_GATES, **seen, **stated}, objects
+
+
+def _listed(api: Any, kind: str, ns: str, warnings: list[str]) -> list[dict[str, Any]]:
+    """The objects of ``kind`` explain reads. Claims and pods of every namespace: the scheduler
+    counts each allocated device (and each share of one) and each pod's requests on a node,
+    whoever's they are; where listing them cluster-wide is refused, the namespace's, with a warning."""
+    from kubernetes.dynamic.exceptions import ForbiddenError
+
+    from ..backends.kubeapi import first_line
+    from .state import POD_NAMESPACE_ONLY
+    if kind in POD_NAMESPACE_ONLY:
+        return api.list(kind, ns)
+    try:
+        return api.list(kind, None)
+    except ForbiddenError as exc:
+        if kind not in ("ResourceClaim", "Pod"):
+            raise
+        warnings.append(f"{kind}s of other namespaces not read ({first_line(exc.summary())}): what they hold "
+                        f"is taken as free")
+        return api.list(kind, ns)
 
 
 def _explain(args: argparse.Namespace, gates: dict[str, bool], objects: list[dict[str, Any]]) -> dict[str, Any]:

@@ -35,7 +35,8 @@ def explain_failure(session: Any) -> tuple[list[dict[str, Any]], str]:
     for o in objects:  # session.list may leave out the namespace the objects live in
         if o["kind"] in ("Pod", "ResourceClaim", "ResourceClaimTemplate"):
             o["metadata"] = {**o["metadata"], "namespace": o["metadata"].get("namespace") or session.namespace}
-    store = load_store(objects + _elsewhere(session))
+    elsewhere, warnings = _elsewhere(session)
+    store = load_store(objects + elsewhere)
     gates = session_gates(session)
     out: list[dict[str, Any]] = []
     texts: list[str] = []
@@ -43,6 +44,8 @@ def explain_failure(session: Any) -> tuple[list[dict[str, Any]], str]:
         got = store.get("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
         assert got is not None
         e = explain_pod(store, got, gates)
+        if warnings:
+            e["warnings"] = warnings
         out.append(e)
         texts.append(text(e))
     if len(waiting) > MAX_PODS:
@@ -51,16 +54,23 @@ def explain_failure(session: Any) -> tuple[list[dict[str, Any]], str]:
     return out, "\n".join(texts)
 
 
-def _elsewhere(session: Any) -> list[dict[str, Any]]:
+def _elsewhere(session: Any) -> tuple[list[dict[str, Any]], list[str]]:
     """The claims and pods of the other namespaces of a cluster the session reads through the API
-    (with the session's names, as its own lists have them); none for the reference backend,
-    whose cluster holds only the case."""
+    (with the session's names, as its own lists have them), and what could not be read; none
+    for the reference backend, whose cluster holds only the case."""
     api, ns = getattr(session, "api", None), getattr(session, "namespace", None)
     if api is None or not ns:
-        return []
+        return [], []
     names = getattr(session, "names", None)
     out: list[dict[str, Any]] = []
+    warnings: list[str] = []
     for kind in ("ResourceClaim", "Pod"):
-        found = [o for o in api.list(kind, None) if o["metadata"].get("namespace") not in (ns, None)]
+        try:
+            found = [o for o in api.list(kind, None) if o["metadata"].get("namespace") not in (ns, None)]
+        except Exception as exc:  # a refused cluster-wide list: explain with what the case sees
+            why = exc.summary() if callable(getattr(exc, "summary", None)) else str(exc)  # the API's message
+            first = (str(why).strip().splitlines() or [type(exc).__name__])[0]
+            warnings.append(f"{kind}s of other namespaces not read ({first}): what they hold is taken as free")
+            continue
         out.extend(dict(o, kind=kind) for o in (names.incoming(found) if names is not None else found))
-    return out
+    return out, warnings

@@ -23,6 +23,7 @@ def text(out: Mapping[str, Any], *, full: bool = False) -> str:
         elif s.get("blockers"):
             lines.append(f"no single change found that makes it fit on {s['closestNode']}; blockers there: "
                          + "; ".join(s["blockers"][:4]))
+    lines.extend(f"warning: {w}" for w in out.get("warnings") or ())
     nodes = list(out.get("nodes") or [])
     if not nodes:
         return "\n".join(lines) + "\n"

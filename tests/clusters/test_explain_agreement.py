@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 import yaml
 
@@ -25,6 +26,7 @@ pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() 
 
 DRIVER = "explain.drakit.dev"
 NS = "drakit-explain"
+SCHEMA = Path(__file__).resolve().parents[2] / "conformance" / "explain" / "explain.v1.json"
 NODES = ("explain-node-0", "explain-node-1")
 
 
@@ -141,7 +143,41 @@ XNS_NODE = "explain-xns-node"
 HOLDER_NS, WAITER_NS = "drakit-explain-holder", "drakit-explain-waiter"
 
 
-def test_explain_counts_what_other_namespaces_hold(local_cluster: Any, capsys: Any) -> None:  # noqa: F811
+def _namespace_reader(admin: Path, ns: str, dest: Path) -> Path:
+    """A kubeconfig for an account that lists the cluster's DRA objects and nodes, but claims and
+    pods only in ``ns`` (a ServiceAccount's token; its ClusterRole is removed by the caller)."""
+    from kubernetes import client, config
+    api = config.new_client_from_config(config_file=str(admin))
+    core, rbac = client.CoreV1Api(api), client.RbacAuthorizationV1Api(api)
+    core.create_namespaced_service_account(ns, {"metadata": {"name": "reader"}})
+    subject = [{"kind": "ServiceAccount", "name": "reader", "namespace": ns}]
+    rbac.create_cluster_role({"metadata": {"name": READER}, "rules": [
+        {"apiGroups": ["resource.k8s.io"], "resources": ["deviceclasses", "resourceslices", "devicetaintrules"],
+         "verbs": ["list"]},
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}, {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]})
+    rbac.create_cluster_role_binding({"metadata": {"name": READER}, "subjects": subject,
+                                      "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": READER}})
+    rbac.create_namespaced_role(ns, {"metadata": {"name": "reader"}, "rules": [
+        {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims", "resourceclaimtemplates"], "verbs": ["list"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]})
+    rbac.create_namespaced_role_binding(ns, {"metadata": {"name": "reader"}, "subjects": subject,
+                                             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"}})
+    token = core.create_namespaced_service_account_token("reader", ns, client.AuthenticationV1TokenRequest(
+        spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600))).status.token
+    data = yaml.safe_load(admin.read_text())
+    ctx = next(c for c in data["contexts"] if c["name"] == data["current-context"])
+    data["users"] = [{"name": "reader", "user": {"token": token}}]
+    ctx["context"]["user"] = "reader"
+    data["contexts"] = [ctx]
+    dest.write_text(yaml.safe_dump(data))
+    dest.chmod(0o600)
+    return dest
+
+
+READER = "drakit-explain-namespace-reader"
+
+
+def test_explain_counts_what_other_namespaces_hold(local_cluster: Any, tmp_path: Path, capsys: Any) -> None:  # noqa: F811
     """The node's only GPU is allocated to a claim of another namespace, and another namespace's
     pod takes all of its CPU: the real scheduler leaves both waiting pods unschedulable, and
     explain (which reads claims and pods of every namespace) says so and names the holder."""
@@ -202,6 +238,21 @@ def test_explain_counts_what_other_namespaces_hold(local_cluster: Any, capsys: A
         session = ClusterSession(api, None, WAITER_NS, "explain-test", False)  # type: ignore[arg-type]
         (e,), _ = explain_failure(session)
         assert e["verdict"] == "unschedulable" and f"claim {HOLDER_NS}/held" in e["summary"]["fix"], e["summary"]
+        # an account that may list claims and pods of its own namespace only: explain says what it
+        # could not read (and so takes the held GPU for free)
+        reader = _namespace_reader(kc, WAITER_NS, tmp_path / "reader.kubeconfig")
+        rc = main(["explain", "pod", f"{WAITER_NS}/waits", "--kubeconfig", str(reader), "-o", "json"])
+        got = capsys.readouterr()
+        e = json.loads(got.out)
+        jsonschema.validate(e, json.loads(SCHEMA.read_text()))
+        assert (rc, e["verdict"]) == (0, "fits") and [w.split(" (")[0] for w in e["warnings"]] == [
+            "ResourceClaims of other namespaces not read", "Pods of other namespaces not read"], e.get("warnings")
+        assert "drakit explain: warning: ResourceClaims of other namespaces not read" in got.err
+        assert 'cannot list resource "pods" in API group "" at the cluster scope' in e["warnings"][1]
+        with capsys.disabled():
+            print("\n" + got.err)
+        (e,), text = explain_failure(ClusterSession(KubeApi(str(reader)), None, WAITER_NS, "explain-test", False))  # type: ignore[arg-type]
+        assert len(e["warnings"]) == 2 and "warning: Pods of other namespaces not read (pods is forbidden" in text
         # the same claim as a file: would it fit? no, for the same reason
         rc, e = _explain(capsys, kc, "claim", f"{WAITER_NS}/want")
         assert (rc, e["verdict"]) == (1, "unschedulable") and f"claim {HOLDER_NS}/held" in e["summary"]["fix"]
@@ -219,3 +270,11 @@ def test_explain_counts_what_other_namespaces_hold(local_cluster: Any, capsys: A
         api.delete("ResourceSlice", f"{XNS_NODE}-gpus", None)
         api.delete("Node", XNS_NODE, None)
         api.delete("DeviceClass", "explain-xns-gpu", None)
+        from kubernetes import client, config
+        rbac = client.RbacAuthorizationV1Api(config.new_client_from_config(config_file=str(kc)))
+        for remove in (rbac.delete_cluster_role_binding, rbac.delete_cluster_role):
+            try:
+                remove(READER)
+            except client.ApiException as exc:
+                if exc.status != 404:
+                    raise

@@ -37,6 +37,8 @@ CLUSTER_RULES: tuple[tuple[dict[str, Any], str], ...] = (
      "the cases' fake (kwok) nodes, with their labels and capacity, added and removed per case"),
     ({"apiGroups": [""], "resources": ["pods", "pods/status"], "verbs": _EDIT},
      "the cases' pods that consume claims"),
+    ({"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
+     "what the driver suite's pods print: the environment the driver's CDI edits gave their containers"),
     ({"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["get", "list", "watch"]},
      "checks on what the scheduler and kubelet say (unschedulable reasons, failures)"),
     ({"apiGroups": ["resource.k8s.io"],

@@ -297,3 +297,27 @@ def test_a_shards_results_in_several_parts_come_back_whole(containerd_cluster: A
     finally:
         problems = run.delete(wait=150)
     assert problems == [] and _run_leftovers(containerd_cluster) == []
+
+
+def test_the_driver_suite_in_the_cluster_reads_what_containers_printed(containerd_cluster: Any, image: str,  # noqa: F811
+                                                                       tmp_path: Path) -> None:
+    """A vendor's view: the driver suite run in the cluster (the driver under test: the fake gpu
+    driver on the containerd node), two shards. The cases that read what a container printed
+    read its log with the shards' own ServiceAccount (pods/log) and pass, as from outside
+    (test_containerd_node); nothing is refused by the shards' RBAC."""
+    suite = Path(__file__).resolve().parents[2] / "conformance" / "suites" / "driver"
+    res = drakit("run", "--in-cluster", "--shards", "2", "--host-network", "--image", image, str(suite),
+                 "--kubeconfig", str(containerd_cluster.kubeconfig), "--out", "out", cwd=tmp_path)
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    cases = {c["id"]: c for c in results["cases"]}
+    bad = {cid: f"{c['status']}: {((c.get('failure') or {}).get('summary') or '')[:300]}"
+           for cid, c in cases.items() if c["status"] not in ("passed", "skipped")}
+    assert not bad, "\n".join([*(f"{k}: {v}" for k, v in bad.items()), res.stdout[-2000:], res.stderr[-1000:]])
+    for cid in ("driver/pod-env", "driver/prepare"):
+        assert cases[cid]["status"] == "passed", cases[cid]
+    unseen = [c["skip"]["message"] for c in cases.values()
+              if c["status"] == "skipped" and c["skip"]["category"] == "no-node-side"]
+    assert not [m for m in unseen if "printed" in m or "container" in m], unseen
+    assert "forbidden" not in json.dumps(results).lower()
+    assert len(results["run"]["merged"]["shards"]) == 2 and "deleted everything the run created" in res.stdout
+    assert _run_leftovers(containerd_cluster) == []

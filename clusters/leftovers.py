@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -49,10 +48,17 @@ def _mine(path: Path) -> bool:
 
 
 def sweep(tmp: Path | None = None, progress: Callable[[str], None] | None = None) -> list[Path]:
-    """Remove the folders killed drakit runs left in *tmp* (default: the temp dir); return them."""
+    """Remove the folders killed drakit runs left in *tmp* (default: the temp dir, and the short
+    folders drakit puts Unix sockets in when the temp dir is too long for them); return them."""
+    if tmp is None:
+        from drakit.clusters.sockdir import fallback_roots
+        return [p for root in fallback_roots() for p in _sweep(root, progress)]
+    return _sweep(Path(tmp), progress)
+
+
+def _sweep(root: Path, progress: Callable[[str], None] | None) -> list[Path]:
     from drakit.clusters.local import procs
     from drakit.clusters.local.launcher import MARKER
-    root = Path(tmp or tempfile.gettempdir())
     removed: list[Path] = []
     try:
         entries = [p for p in root.iterdir() if p.name.startswith("drakit-")]

@@ -116,6 +116,11 @@ class Interrupts:
         """A line on the real stderr (when installed with *announce*), even while pytest captures."""
         self._say(text)
 
+    @property
+    def announcing(self) -> bool:
+        """Whether :meth:`say` reaches a console (installed with *announce*: ``drakit run``)."""
+        return self._announce_fd is not None
+
     def _say(self, text: str) -> None:
         if self._announce_fd is not None:
             with contextlib.suppress(OSError):

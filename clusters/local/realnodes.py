@@ -105,9 +105,10 @@ class RealNodes:
             return inside
         base = short_temp_dir()
         folder = Path(tempfile.mkdtemp(prefix="drakit-n-", dir=base))
-        if base != tempfile.gettempdir():
-            self.progress(f"kubelet nodes' folders in {folder}: the temp folder {tempfile.gettempdir()} is too long "
-                          f"for their Unix sockets")
+        if base != tempfile.gettempdir():  # said on drakit run's console too (sockdir.notice)
+            from drakit.clusters import sockdir
+            sockdir.notice(f"kubelet nodes' folders in {folder}: the temp folder {tempfile.gettempdir()} is too long "
+                           f"for their Unix sockets")
         return folder
 
     @property

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Callable, Collection, Mapping, Sequence
 
@@ -83,7 +82,9 @@ class LocalNode:
         """Start the plugins (and the agent); with ``wait`` (or an agent) return once they are
         registered, else see :meth:`wait_registered`."""
         if self.root is None:
-            self.root = Path(tempfile.mkdtemp(prefix="drakit-"))
+            from drakit.clusters.sockdir import socket_dir
+            longest = max([len(f"/registry/{d}-reg.sock") for d in self.driver_names] + [len("/registry/x-reg.sock")])
+            self.root = socket_dir("drakit-", longest, "the fake drivers' sockets")  # fits whatever TMPDIR is
             from drakit.clusters.leftovers import claim
             claim(self.root)  # a killed run's folder is found and removed by the next run
         try:

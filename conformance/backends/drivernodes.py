@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -92,7 +91,10 @@ class DriverNodes(NodeReads):
         cluster = self.target.cluster
         self.real = getattr(cluster, "real_nodes_reason", "no real nodes") is None
         self._check_needs(getattr(cluster, "node_runtime", None) if self.real else None)
-        self.root = Path(tempfile.mkdtemp(prefix="drakit-drv-"))  # short: Unix socket paths
+        from drakit.clusters.sockdir import socket_dir
+        # short whatever TMPDIR is (Unix socket paths): n<i>/registry/<driver>-reg.sock, n<i>/plugins/<driver>/dra.sock
+        self.root = socket_dir("drakit-drv-", len(f"/n{COUNT}/registry/{self.dut.driver}-reg.sock") + 1,
+                               "the driver's node sockets")
         labels = {"drakit.dev/driver-under-test": "true"}
         try:
             for i in range(1, COUNT + 1):

@@ -35,6 +35,23 @@ class Target:
         self.logs_dir = logs_dir
 
 
+def _say_socket_folders_on_the_console() -> None:
+    """A folder for Unix sockets outside a too long TMPDIR is said in one line on drakit run's
+    console (``clusters.sockdir``; pytest captures stderr while cases run)."""
+    import sys
+
+    from drakit.clusters import sockdir
+
+    from ..interrupt import INTERRUPTS
+
+    def say(line: str) -> None:
+        if INTERRUPTS.announcing:
+            INTERRUPTS.say(f"drakit: {line}")
+        else:
+            sys.stderr.write(f"drakit: {line}\n")
+    sockdir.set_notice(say)
+
+
 class LocalTarget(Target):
     """A local control plane started here with ``requested`` gates on top of drakit's DRA
     defaults; :meth:`stop` stops its node side, then the cluster."""
@@ -43,6 +60,7 @@ class LocalTarget(Target):
         from drakit.clusters.local.kwokconfig import PREPARED
         from drakit.clusters.local.launcher import ClusterError, LocalCluster
         from .kubeletside import kubelet_nodes_of
+        _say_socket_folders_on_the_console()
         self.requested = dict(requested)
         # Real kubelet nodes for the cases' fake hardware, unless DRAKIT_NODE_SIDE=agent asks for
         # kwok nodes with drakit's node agent (or the machine cannot run kubelets: no root).

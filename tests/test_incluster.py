@@ -201,3 +201,22 @@ def test_the_sonobuoy_plugin_carries_a_vendor_profile_in_its_config_map() -> Non
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and not bad.stdout and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
     assert bad.stderr.startswith("drakit sonobuoy-plugin: vendor profile: /no/such.yaml")
+
+
+def test_run_options_reach_the_shards_or_are_refused_in_one_line(tmp_path: Path) -> None:
+    from drakit.conformance.cli import _parser
+    from drakit.conformance.incluster.run import shard_args
+    args = _parser().parse_args(["run", "--in-cluster", "-k", "core/", "-m", "feature_core", "--case-timeout", "90s",
+                                 "--max-case-size", "2MiB", "--feature-gates", "DRAPartitionableDevices=false"])
+    assert shard_args(args) == ["-k", "core/", "-m", "feature_core", "--feature-gates", "DRAPartitionableDevices=false",
+                                "--max-case-size", "2MiB", "--case-timeout", "90s"]
+    # no cluster at that kubeconfig: each is said before the API server is asked anything
+    for given, says in ((["-n", "2"], "-n/--workers does not apply to --in-cluster"),
+                        (["--runtime", "fake"], "--runtime does not apply to --in-cluster"),
+                        (["--shard-lock", "a/b"], "--shard-lock does not apply to --in-cluster"),
+                        (["--case-timeout", "5x"], "--case-timeout: '5x' is not a time budget")):
+        res = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "run", "--in-cluster", *given,
+                              "--kubeconfig", str(tmp_path / "none")], capture_output=True, text=True, timeout=60)
+        lines = res.stderr.strip().splitlines()
+        assert res.returncode == 2 and len(lines) == 1 and lines[0].startswith("drakit run: "), res.stderr
+        assert says in lines[0], res.stderr

@@ -45,9 +45,26 @@ def _problem(args: argparse.Namespace) -> str | None:
     if [b.strip() for b in args.backend.split(",") if b.strip()] not in (["reference"], ["cluster"]):
         return "--in-cluster runs the cluster backend only: drop --backend"
     for flag, given in (("--cluster", args.cluster), ("--install-driver", args.install_driver),
-                        ("--shard", args.shard), ("--keep-on-failure", args.keep_on_failure)):
+                        ("--driver-image", args.driver_image), ("--runtime", args.runtime),
+                        ("--shard", args.shard), ("--shard-lock", args.shard_lock),
+                        ("--keep-on-failure", args.keep_on_failure)):
         if given:
             return f"{flag} does not apply to --in-cluster"
+    if str(args.workers) != "0":
+        return "-n/--workers does not apply to --in-cluster: each shard runs its cases one after another; " \
+               "give more --shards"
+    # what the shards would refuse, said once here before anything is created
+    from drakit.conformance.cases.budget import seconds_option
+    from drakit.conformance.cases.loader import parse_size
+    from drakit.conformance.features import parse_gates
+    for flag, value, check in (("--feature-gates", args.feature_gates, parse_gates),
+                               ("--max-case-size", args.max_case_size, parse_size),
+                               ("--case-timeout", args.case_timeout, seconds_option)):
+        try:
+            if value:
+                check(value)
+        except ValueError as exc:
+            return f"{flag}: {exc}"
     return None
 
 
@@ -85,7 +102,7 @@ def vendor_profile(path: str | None) -> tuple[str, str] | None:
 def shard_args(args: argparse.Namespace) -> list[str]:
     out: list[str] = []
     for flag, value in (("-k", args.keyword), ("-m", args.markexpr), ("--feature-gates", args.feature_gates),
-                        ("--max-case-size", args.max_case_size)):
+                        ("--max-case-size", args.max_case_size), ("--case-timeout", args.case_timeout)):
         if value:
             out += [flag, value]
     return out

@@ -97,6 +97,21 @@ def test_readme_is_a_short_user_readme() -> None:
     assert ".venv/bin/drakit cluster build && .venv/bin/python -m pytest -n 2" in text
 
 
+def test_readme_has_the_exit_codes_and_every_limits_knob() -> None:
+    """Issue 25: the README's exit-code table and limits with how to raise them, in step with the
+    full tables of docs/guide/ci.md (every knob named there is in the README too)."""
+    import re
+    readme = (ROOT / "README.md").read_text()
+    for code in ("| 0 |", "| 1 |", "| 2 |", "| 3 |", "| 130 / 143 |"):
+        assert code in readme, code
+    ci = (DOCS / "guide" / "ci.md").read_text()
+    limits = ci.split("## Limits", 1)[1].split("\n## ", 1)[0]
+    knobs = {k for row in limits.splitlines() if row.startswith("| ") and not row.startswith("| what")
+             for k in re.findall(r"`((?:DRAKIT_[A-Z_]+|--[a-z-]+|timeBudget|TMPDIR))", row.rsplit("|", 2)[-2])}
+    assert len(knobs) >= 6, knobs
+    assert not [k for k in knobs if k not in readme], knobs
+
+
 def test_docs_name_no_machine_paths() -> None:
     for path in [ROOT / "README.md", ROOT / "CHANGELOG.md", *DOCS.rglob("*.md")]:
         text = path.read_text()

@@ -36,10 +36,12 @@ def test_binding_takes_devices_in_order_and_honours_same_and_other_node() -> Non
     devices = published_devices(SLICES, DRIVER)
     inv = Inventory((DeviceNeed("a"), DeviceNeed("b", same_node_as="a"), DeviceNeed("c", other_node_than="a")))
     got = bind(inv, devices, DRIVER)
+    index = '"index" in device.attributes["d.example.com"] && device.attributes["d.example.com"].index == '
     assert got == {"inv.nodes": "2", "inv.a.node": "n1", "inv.a.pool": "n1", "inv.a.device": "d0",
                    "inv.b.node": "n1", "inv.b.pool": "n1", "inv.b.device": "d1",
-                   "inv.b.cel": '"index" in device.attributes["d.example.com"] && '
-                                'device.attributes["d.example.com"].index == 1',  # d1 alone has index 1
+                   "inv.b.cel": index + "1",  # d1 alone has index 1
+                   # n2's d0 has index 0 too, but on another node: each is alone on its own
+                   "inv.a.cel": index + "0", "inv.c.cel": index + "0",
                    "inv.c.node": "n2", "inv.c.pool": "n2", "inv.c.device": "d0",
                    **{f"inv.{n}.capacity": "{}" for n in "abc"}}
 
@@ -62,7 +64,7 @@ def test_binding_finds_selectable_and_counter_sharing_devices() -> None:
     assert got["inv.a.cel"] == '"uuid" in device.attributes["d.example.com"] && device.attributes["d.example.com"].uuid == "u0"'
     none = bind(Inventory((DeviceNeed("a", selectable=True, plain_node=True),)), devices, DRIVER)
     assert isinstance(none, Unbound) and none.message.startswith(
-        "the case needs device 'a': singled out by its attribute values (one, or a combination no other device has) "
+        "the case needs device 'a': singled out by its attribute values (one, or a combination no other device of its node has) "
         "(2 of 3), on a node whose devices consume no shared counters (1 of 3), none has all of it"), none.message
 
 
@@ -73,6 +75,10 @@ def test_binding_says_what_is_missing() -> None:
     assert isinstance(three, Unbound) and "no choice of them meets 'b' on the node of a; 'c' on the node of a" \
         in three.message
     assert "publishes 3 devices on 2 node(s)" in three.message
+    four = bind(Inventory(tuple(DeviceNeed(n) for n in "abcd")), devices, DRIVER)
+    assert isinstance(four, Unbound) and four.message.startswith(
+        "each device the case needs is published, but no choice of them gives 4 distinct devices (a: 3 candidate(s)"), \
+        four.message
     none = bind(Inventory((DeviceNeed("a"),)), [], DRIVER)
     assert isinstance(none, Unbound) and "publishes no devices" in none.message
     attr = bind(Inventory((DeviceNeed("a", attribute="numa"),)), devices, DRIVER, {"numa": "x.io/numa"})
@@ -269,3 +275,28 @@ def test_configurations_are_side_by_side_in_the_driver_section() -> None:
     from drakit.reports.html import render_html
     page = render_html({**fixture, "driver": section})
     assert 'data-configuration="shared"' in page and '<td class="dr-failed">failed</td>' in page
+
+
+def test_each_pod_of_a_selected_device_runs_on_that_devices_node() -> None:
+    """A bound selector singles its device out among the devices of its node only (identical
+    nodes publish identical attributes): every pod whose claim selects ``${inv.X.cel}`` must be
+    pinned to ``${inv.X.node}``, or the scheduler could allocate the twin on another node."""
+    import re
+
+    import yaml
+    suite = Path(__file__).resolve().parents[1] / "conformance" / "suites" / "driver"
+    checked = 0
+    for path in sorted(suite.glob("*.case.yaml")):
+        for case in yaml.safe_load_all(path.read_text()):
+            objects = [o for step in case.get("steps") or [] for o in step.get("apply") or []]
+            picks = {o["metadata"]["name"]: set(re.findall(r"\$\{inv\.(\w+)\.cel\}", str(o["spec"])))
+                     for o in objects if o.get("kind") == "ResourceClaim"}
+            for pod in (o for o in objects if o.get("kind") == "Pod"):
+                used = {r.get("resourceClaimName") for r in pod["spec"].get("resourceClaims") or []}
+                for name in set().union(*(picks.get(c, set()) for c in used)):
+                    checked += 1
+                    host = (pod["spec"].get("nodeSelector") or {}).get("kubernetes.io/hostname")
+                    assert host == f"${{inv.{name}.node}}", \
+                        f"{case['id']}: pod {pod['metadata']['name']} uses a claim selecting ${{inv.{name}.cel}} " \
+                        f"but is not pinned to ${{inv.{name}.node}}"
+    assert checked >= 10

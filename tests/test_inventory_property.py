@@ -12,8 +12,9 @@ parents). For each optional driver case of the bundled suite:
 - what the case then asks for (its claims, with the bound values substituted) is allocated or
   refused by the reference allocator exactly as the case's expectations say, committed one
   after another as the scheduler would;
-- a bound selector is true for its device alone and never fails with a CEL error on another
-  device of the driver (such an error fails the whole allocation).
+- a bound selector is true for its device alone among the devices of its node (the case's pods
+  run there) and never fails with a CEL error on another device of the driver (such an error
+  fails the whole allocation).
 """
 
 from __future__ import annotations
@@ -205,8 +206,8 @@ def unique_selector_problem(slices: list[dict[str, Any]], cel: str, device: str,
     for s in (parse_object(x) for x in slices):
         for d in s.devices:
             try:
-                if cache.evaluate(cel, d, DRIVER, d.allow_multiple_allocations):
-                    hits.append((s.node_name, d.name))
+                if cache.evaluate(cel, d, DRIVER, d.allow_multiple_allocations) and s.node_name == node:
+                    hits.append((s.node_name, d.name))  # the case's pods run on the device's node
             except Exception as exc:  # noqa: BLE001 - any CEL error is the finding
                 return f"selector {cel!r} fails on {d.name}: {exc}"
     return None if hits == [(node, device)] else f"selector {cel!r} matches {hits}, not only {device}"

@@ -158,6 +158,8 @@ def check_container_env(s: Session, body: dict[str, Any]) -> None:
     dut = _dut(s)
     claim = _claim(s, body["claim"])
     pod = s.get("Pod", body["pod"]) if hasattr(s, "get") else None
+    if not dut.container_env:
+        return _check_container_cdi(s, body)
     want = expected_env(dut, claim, body.get("request"), ((pod or {}).get("spec") or {}).get("nodeName") or "")
     if not want:
         raise HarnessError("the vendor profile declares no containerEnv for the driver under test, or the claim has "
@@ -179,6 +181,32 @@ def check_container_env(s: Session, body: dict[str, Any]) -> None:
     if missing:
         raise ExpectationFailed(f"the container of pod {body['pod']} lacks the driver's CDI edits "
                                 f"{sorted(missing)[:3]}", expected=_shown(want), actual={k: got.get(k) for k in want})
+
+
+def _check_container_cdi(s: Session, body: dict[str, Any]) -> None:
+    """``containerEnv`` for a driver whose CDI edits give no environment (device nodes, mounts):
+    on drakit's nodes, the runtime's record says the container was given CDI devices (the
+    driver's: the pod's claims are of the driver alone) and applied them, and a container
+    without the claim got none."""
+    nodes = getattr(s, "driver_nodes", None)
+    if nodes is None or not hasattr(nodes, "container_record"):
+        raise HarnessError("the vendor profile declares no containerEnv for the driver under test; without it only "
+                           "drakit's own nodes show what a container got")
+    container = body.get("container") or "main"
+    rec = nodes.container_record(s.namespace, body["pod"], container)
+    if rec is None:
+        raise ExpectationFailed(f"no record yet of what pod {body['pod']}'s container {container} got",
+                                expected="CDI devices", actual=None)
+    got = list(rec.get("cdiDevices") or [])
+    if body.get("absent"):
+        if got:
+            raise ExpectationFailed(f"container {container} of pod {body['pod']} got CDI devices {got[:3]} though it "
+                                    "does not use the claim", expected=[], actual=got)
+        return
+    if not got or rec.get("error"):
+        raise ExpectationFailed(f"the container {container} of pod {body['pod']} was given no CDI device of the "
+                                f"claim{': ' + str(rec['error']) if rec.get('error') else ''}",
+                                expected="the claim's CDI devices", actual=rec)
 
 
 def check_cdi_clean(s: Session, body: dict[str, Any]) -> None:

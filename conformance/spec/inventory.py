@@ -11,8 +11,10 @@ one exists), ``inv.<name>.capacity`` (JSON: capacity requests two allocations of
 devices meets every need, one is found.
 
 A device is selectable when some combination of its attribute values (string, int, bool) is
-held by no other device of the driver: partitions that share ``uuid`` and ``index`` with their
-parent and repeat a partition number across parents are told apart by a pair. The selector
+held by no other device of the driver on its node: partitions that share ``uuid`` and ``index``
+with their parent and repeat a partition number across parents are told apart by a pair, and
+nodes with the same hardware are told apart by the node, as each pod of a case using
+``inv.<name>.cel`` runs on ``inv.<name>.node`` (a test holds the cases to it). The selector
 guards each attribute with ``in`` so that it never fails on a device lacking it (a CEL runtime
 error fails the whole allocation).
 """
@@ -113,10 +115,12 @@ def _literal(kind: str, value: Any) -> str:
 
 
 def selector(device: Published, devices: list[Published]) -> str | None:
-    """A CEL expression true for ``device`` alone among ``devices``: one of its attribute values
-    no other device has, else a pair, else its values less those not needed to single it out
+    """A CEL expression true for ``device`` alone among the ``devices`` of its node (node-local
+    slices: a pod on that node can be allocated no other): one of its attribute values no other
+    device there has, else a pair, else its values less those not needed to single it out
     (strings kept longest), or None when not even all of them together do."""
-    others = [d for d in devices if (d.node, d.pool, d.device) != (device.node, device.pool, device.device)]
+    others = [d for d in devices if d.node == device.node
+              and (d.node, d.pool, d.device) != (device.node, device.pool, device.device)]
     usable = sorted((v for v in device.values if v[1] != "version"), key=lambda v: (v[1] != "string", v[0]))
 
     def unique(chosen: list[tuple[str, str, str]]) -> bool:
@@ -201,7 +205,7 @@ def _criteria(need: Any, d: Published, devices: list[Published], want_attr: str 
     checks = [(want_attr is not None, f"publishing {want_attr}", want_attr in d.attributes if want_attr else True),
               (bool(need.has), f"publishing {need.has}", need.has in d.has if need.has else True),
               (need.dedicated, "not allowing multiple allocations", not d.multi),
-              (need.selectable, "singled out by its attribute values (one, or a combination no other device has)",
+              (need.selectable, "singled out by its attribute values (one, or a combination no other device of its node has)",
                sel is not None),
               (need.takeable, "allocatable by a claim for all matching devices of its node (singled out by its "
                               "attribute values, or on a node of dedicated devices without taints or counters)",
@@ -236,7 +240,8 @@ def bind(inventory: Inventory, devices: list[Published], driver: str,
     if bound is None:
         relations = "; ".join(f"{n.name!r}{_wanted(n, None)}" for n in inventory.devices
                               if n.same_node_as or n.other_node_than or n.shares_counters_with)
-        return Unbound(f"each device the case needs is published, but no choice of them meets {relations} "
+        wanted = f"meets {relations}" if relations else f"gives {len(inventory.devices)} distinct devices"
+        return Unbound(f"each device the case needs is published, but no choice of them {wanted} "
                        f"({', '.join(f'{n.name}: {len(c)} candidate(s)' for n, c in zip(inventory.devices, candidates))}); "
                        f"{describe(devices, driver)}")
     out = {"inv.nodes": str(len(nodes))}

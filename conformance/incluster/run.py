@@ -146,8 +146,13 @@ def run_in_cluster(args: argparse.Namespace) -> int:
                     api_server=server, start_timeout=args.start_timeout, profile=profile, part=part)
     interrupted: str | None = None  # SIGINT/SIGTERM: drakit.conformance.interrupt raises KeyboardInterrupt
     started = time.monotonic()
+    from drakit.conformance.interrupt import INTERRUPTS
     try:
         try:
+            # drakit run holds a signal from its first instant (cli.main) until pytest has collected
+            # the cases; there is no pytest here: from now on a signal stops the shards (one that
+            # came already does so now, before anything is created)
+            INTERRUPTS.release()
             run.create()
             last, failures = "", 0
             while not run.finished():
@@ -174,7 +179,6 @@ def run_in_cluster(args: argparse.Namespace) -> int:
             say(f"drakit: in-cluster run failed: {first_line(exc)}")
             interrupted = interrupted or "error"
     finally:
-        from drakit.conformance.interrupt import INTERRUPTS
         INTERRUPTS.enter("teardown")  # a signal from here on is only recorded: the deletes finish
         with INTERRUPTS.shield():
             wall = time.monotonic() - started

@@ -321,3 +321,35 @@ def test_the_driver_suite_in_the_cluster_reads_what_containers_printed(container
     assert "forbidden" not in json.dumps(results).lower()
     assert len(results["run"]["merged"]["shards"]) == 2 and "deleted everything the run created" in res.stdout
     assert _run_leftovers(containerd_cluster) == []
+
+
+def test_ctrl_c_stops_the_shards_and_deletes_everything(containerd_cluster: Any, image: str,  # noqa: F811
+                                                        tmp_path: Path) -> None:
+    """SIGINT to drakit while both shards are in the middle of their cases: the shards are
+    stopped, what their cases made and what the run made is deleted, the exit code says SIGINT."""
+    import re
+    import signal
+    from drakit.conformance.backends.kubeapi import KubeApi
+    from drakit.conformance.incluster.channel import read_progress
+    api = KubeApi(str(containerd_cluster.kubeconfig))
+    core = _core(containerd_cluster)
+    proc = subprocess.Popen([sys.executable, "-m", "drakit.conformance.cli", "run", "--in-cluster", "--shards", "2",
+                             "--host-network", "--image", image, *map(str, CASE_FILES), "--kubeconfig",
+                             str(containerd_cluster.kubeconfig), "--out", "out"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    sent = False
+    deadline = time.monotonic() + 600
+    while not sent and time.monotonic() < deadline and proc.poll() is None:
+        for ns in [n.metadata.name for n in core.list_namespace().items if n.metadata.name.startswith("drakit-")]:
+            progress = [read_progress(api, ns, f"drakit-shard-{i}") for i in (1, 2)]
+            if all(p and 1 <= p[0] < p[1] for p in progress):  # both shards mid-run
+                proc.send_signal(signal.SIGINT)
+                sent = True
+                break
+        time.sleep(0.5)
+    out = proc.communicate(timeout=900)[0]
+    assert sent, "the shards were never both mid-run: " + out[-3000:]
+    assert proc.returncode == 130, out[-4000:]
+    assert "interrupted by SIGINT: stopping the shards" in out and "deleted everything the run created" in out, out[-3000:]
+    assert re.search(r"verdict:? INCOMPLETE", out) and "verdict: PASS" not in out, out[-3000:]  # never PASS
+    assert _run_leftovers(containerd_cluster) == []

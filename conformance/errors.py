@@ -51,8 +51,9 @@ class LoadError(Exception):
         if self.first:
             where = f"{self.first} and {where}"
         message = _visible(" ".join(self.message.split()))
-        if len(message) > self.MAX_MESSAGE:
-            message = f"{message[:self.MAX_MESSAGE]}... ({len(message) - self.MAX_MESSAGE:,} more characters)"
+        if len(message) > self.MAX_MESSAGE:  # cut in the middle: the reason usually comes last
+            half = self.MAX_MESSAGE // 2
+            message = f"{message[:half]}... ({len(message) - 2 * half:,} characters left out) ...{message[-half:]}"
         path = None if self.path is None else _visible(self.path)
         if path is not None and len(path) > self.MAX_MESSAGE:
             path = path[:self.MAX_MESSAGE] + "..."

@@ -1,0 +1,109 @@
+"""The driver suite on public DRA drivers nobody here wrote, run as a vendor would run them:
+``drakit run --vendor examples/<driver>.yaml conformance/suites/driver --runtime containerd``.
+
+Their programs are built by the user from the drivers' repositories (the Go module proxy serves
+neither module), so they come from the environment variable the example profile reads or from
+drakit's driver cache folder ``<driver cache>/bin/`` (``~/.cache/drakit/drivers/bin`` by default).
+Where they are absent the test is skipped, saying how to build them. Each non-pass expected
+here was traced to the driver's own source or log (the evidence each assertion looks for).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from drakit.clusters.local.driverbuild import cache_dir
+from drakit.clusters.local.pytest_fixture import kubelet_skip_reason, skip_or_fail, skip_reason
+
+ROOT = Path(__file__).resolve().parents[2]
+SUITE = ROOT / "conformance" / "suites" / "driver"
+
+
+def program(var: str, name: str, repo: str, package: str) -> str:
+    """The program the user built: ``$var``, else ``<driver cache>/bin/<name>``; skips saying how."""
+    path = os.environ.get(var) or str(cache_dir() / "bin" / name)
+    if not os.access(path, os.X_OK):
+        pytest.skip(f"{name} is not built: build {package} of {repo} with the go command and put it at "
+                    f"{cache_dir() / 'bin' / name} (or name it in ${var})")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _cluster() -> None:
+    reason = skip_reason() or kubelet_skip_reason()
+    if reason:
+        skip_or_fail(reason)
+
+
+def run(tmp_path: Path, profile: str, env: dict[str, str]) -> tuple[dict[str, Any], str, float]:
+    out = tmp_path / "out"
+    t0 = time.monotonic()
+    res = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "run", "--backend", "cluster", "--cluster",
+                          "local", "--runtime", "containerd", "--vendor", str(ROOT / "examples" / profile), str(SUITE),
+                          "--out", str(out), "--plain"], cwd=tmp_path, capture_output=True, text=True, timeout=1500,
+                         env={**os.environ, **env})
+    wall = time.monotonic() - t0
+    assert (out / "results.json").exists(), res.stdout[-3000:] + res.stderr[-2000:]
+    return json.loads((out / "results.json").read_text()), res.stdout + res.stderr, wall
+
+
+def non_passes(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["id"]: c for c in results["cases"] if c["status"] not in ("passed", "skipped")}
+
+
+def evidence(case: dict[str, Any]) -> str:
+    """What a failed case carries: its summary, events and the driver's log lines."""
+    f = case.get("failure") or {}
+    d = f.get("diagnostics") or {}
+    return "\n".join([f.get("summary") or "", *(d.get("events") or []), *((d.get("driverLog") or {}).get("lines") or [])])
+
+
+def test_dra_driver_cpu_in_both_modes(tmp_path: Path) -> None:
+    binary = program("DRA_DRIVER_CPU_BIN", "dracpu", "github.com/kubernetes-sigs/dra-driver-cpu", "./cmd/dracpu")
+    results, text, wall = run(tmp_path, "dra-driver-cpu.yaml", {"DRA_DRIVER_CPU_BIN": binary})
+    print(f"dra-driver-cpu, driver suite in two configurations, cluster start included: {wall:.1f} s")
+    bad = non_passes(results)
+    # dra.cpu refuses a claim shared by a second pod by design (pkg/store/claim_tracker.go: "No
+    # claims can be shared by containers or pods"): its NRI hook fails the container's creation
+    for mode in ("grouped", "individual"):
+        case = bad.pop(f"driver/reuse@{mode}")
+        assert "already bound to pod" in evidence(case), evidence(case)[-2000:]
+    # after a plugin restart, NRI's Synchronize replaces the CPU store with what running
+    # containers hold, dropping a claim prepared a moment before (pkg/driver/nri_hooks.go): a
+    # race, so a finding when it is hit
+    for cid in [c for c in bad if c.startswith("driver/plugin-restart@")]:
+        assert "is not prepared by this driver" in evidence(bad.pop(cid))
+    assert not bad, {k: (v.get("failure") or {}).get("summary") for k, v in bad.items()}
+    statuses = {c["id"]: c["status"] for c in results["cases"]}
+    for cid in ("driver/pod-env@grouped", "driver/pod-env@individual", "driver/slices@individual",
+                "driver/consumable-capacity@grouped"):
+        assert statuses[cid] == "passed", (cid, text[-3000:])
+    assert results["verdict"]["result"] == "fail"
+    assert [r["code"] for r in results["verdict"]["reasons"]] == ["case-failed"], results["verdict"]
+
+
+def test_intel_gpu_plugin_over_device_faker(tmp_path: Path) -> None:
+    repo = "github.com/intel/intel-resource-drivers-for-kubernetes"
+    plugin = program("INTEL_GPU_PLUGIN_BIN", "kubelet-gpu-plugin", repo, "./cmd/kubelet-gpu-plugin")
+    faker = program("INTEL_DEVICE_FAKER_BIN", "device-faker", repo, "./cmd/device-faker")
+    results, text, wall = run(tmp_path, "intel-gpu.yaml", {"INTEL_GPU_PLUGIN_BIN": plugin, "INTEL_DEVICE_FAKER_BIN": faker})
+    print(f"Intel GPU plugin, driver suite, cluster start included: {wall:.1f} s")
+    bad = non_passes(results)
+    # the kubelet wipes its node's slices when it starts; the plugin's ResourceSlice controller
+    # (k8s.io/dynamic-resource-allocation v0.36.1) still sees the slice it updated in its
+    # one-minute mutation cache and does not publish it again: a finding when it is hit
+    case = bad.pop("driver/kubelet-restart", None)
+    if case is not None:
+        assert "cannot allocate all claims" in evidence(case) and "ResourceSlice delete" in evidence(case)
+    assert not bad, {k: (v.get("failure") or {}).get("summary") for k, v in bad.items()}
+    statuses = {c["id"]: c["status"] for c in results["cases"]}
+    assert statuses["driver/pod-env"] == statuses["driver/admin-access"] == "passed", text[-3000:]
+    assert results["verdict"]["result"] == "pass", results["verdict"]

@@ -63,7 +63,8 @@ def test_an_early_signal_still_writes_an_honest_incomplete_run(tmp_path: Path, s
                                                               workers: str, group: bool) -> None:
     got = run_and_signal(["-n", workers], tmp_path, sig, _moment(delay), with_pid=True, group=group)
     assert got.returncode == EXIT[sig], got.explain()
-    assert "Traceback" not in got.stdout + got.stderr, got.explain()
+    # nor Python's unraisable hook on a KeyboardInterrupt lost in a finalizer (seen in CI on Ctrl-C)
+    assert "Traceback" not in got.stdout + got.stderr and "Exception ignored" not in got.stdout + got.stderr, got.explain()
     assert got.results is not None, "no results.json" + got.explain()
     for name in ("junit.xml", "report.html"):
         assert (tmp_path / "out" / name).exists(), name

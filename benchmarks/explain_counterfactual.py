@@ -6,7 +6,7 @@ cannot satisfy are explained; the change the summary names is made to the input 
 must then allocate, and when the summary says no single change suffices, each of its blockers'
 changes made alone must leave upstream unsatisfied (``tests/differential/counterfactual.py``).
 Unlike the test it does not stop at the first wrong explanation: it counts them, writes each
-wrong input to ``--wrong-out`` (JSON lines) and exits 1 when there is any.
+wrong input to ``--wrong-out`` (JSON lines, as they come) and exits 1 when there is any.
 
     python benchmarks/explain_counterfactual.py [--examples 5000] [--seed N] [--wrong-out FILE]
 
@@ -54,6 +54,8 @@ def main() -> int:
     seen: set[str] = set()
     drawn = [0]
     t0, c0 = time.perf_counter(), time.process_time()
+    if args.wrong_out:
+        open(args.wrong_out, "w", encoding="utf-8").close()
 
     with Oracle(binary) as oracle:
         @settings(max_examples=args.examples, derandomize=args.seed is None, database=None, deadline=None,
@@ -71,6 +73,9 @@ def main() -> int:
             if got.wrong is not None:
                 wrong.append((got.wrong, inp))
                 print(f"WRONG: {got.wrong}", file=sys.stderr, flush=True)
+                if args.wrong_out:  # as they come: a run stopped early keeps them
+                    with open(args.wrong_out, "a", encoding="utf-8") as f:
+                        f.write(json.dumps({"wrong": got.wrong, "input": inp}, separators=(",", ":")) + "\n")
             n = sum(kinds.values())
             if n % 500 == 0:
                 print(f"... {n} checked, {len(wrong)} wrong, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
@@ -80,10 +85,6 @@ def main() -> int:
         one()
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     n = sum(kinds.values())
-    if args.wrong_out:
-        with open(args.wrong_out, "w", encoding="utf-8") as f:
-            for why, inp in wrong:
-                f.write(json.dumps({"wrong": why, "input": inp}, separators=(",", ":")) + "\n")
     print(f"unsatisfiable inputs checked: {n} ({len(seen)} distinct; {drawn[0]} drawn, "
           f"{drawn[0] - n} satisfiable on either side and set aside)")
     print(f"  one change named: {kinds['one-change']}; no single change: {kinds['no-single-change']}")

@@ -57,6 +57,16 @@ def fix_key(d: Mapping[str, Any]) -> tuple[Any, ...]:
     return (kind,)
 
 
+def _covers(change: tuple[Any, ...], refused: tuple[Any, ...]) -> bool:
+    """Whether the change of key ``change`` also lifts the refusals of key ``refused``: freeing
+    claims frees every device held by some of them, tolerating taints tolerates every device
+    with some of them."""
+    if change == refused:
+        return True
+    return change[0] == refused[0] and change[0] in ("allocated", "counters", "taint") \
+        and bool(refused[1]) and set(refused[1]) <= set(change[1])
+
+
 def fix_text(key: tuple[Any, ...], where: str) -> str:
     kind = key[0]
     if kind == "allocated":
@@ -212,9 +222,12 @@ def summarise(out: Mapping[str, Any], inputs: Inputs,
         if n["name"] not in inputs:
             continue
         alloc, node, claims = inputs[n["name"]]
-        for key, devs in sorted(groups.items(), key=lambda kv: (kv[0][0] != check, PREFERENCE.get(kv[0][0], 9),
+        for key, _ in sorted(groups.items(), key=lambda kv: (kv[0][0] != check, PREFERENCE.get(kv[0][0], 9),
                                                                 -len(kv[1]))):
-            if len(devs) < lack or tries >= MAX_TRIES:
+            # A gate may also show devices the node's view left out; otherwise the change must
+            # lift the checks of at least as many devices as are lacking.
+            covered = sum(len(v) for k, v in groups.items() if _covers(key, k))
+            if (covered < lack and key[0] not in GATES) or tries >= MAX_TRIES:
                 continue
             tries += 1
             changed = _change(key, alloc, claims, claim, request, released)

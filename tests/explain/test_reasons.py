@@ -120,6 +120,43 @@ def test_an_all_request_shows_every_device_not_only_the_first_refused() -> None:
     assert not s["singleChange"] and [ch["key"][1][0][0] for ch in s["changes"]] == ["broken", "hot"]
 
 
+def test_a_change_that_covers_other_devices_is_tried() -> None:
+    # tolerating d0's two taints also tolerates d1's one: together the devices an All request
+    # lacks (found by the counterfactual script: explain said "no single change" here)
+    c = standard(cluster(), devices=[_gpu("d0", taints=[{"key": "a", "effect": "NoSchedule"}, {"key": "b", "effect": "NoSchedule"}]),
+                                     _gpu("d1", taints=[{"key": "a", "effect": "NoSchedule"}])])
+    _pending(c, allocationMode="All")
+    s = explain(c, "p")["summary"]
+    assert s["singleChange"] and s["fix"].startswith("tolerate a:NoSchedule (from ResourceSlice s), b:NoSchedule")
+
+
+def test_a_gate_is_tried_even_where_it_refuses_fewer_devices_than_lack() -> None:
+    # DRAPartitionableDevices off: d0 (consuming counters) is refused, and the devices of a slice
+    # with per-device node selection are not seen at all; turning the gate on shows them
+    # (found by the counterfactual script). Written with the gates on, explained with it off.
+    c = cluster()
+    c.apply(node())
+    c.apply(device_class())
+    counters = slice_("s-counters", [], pool="s")
+    del counters["spec"]["devices"]
+    counters["spec"]["sharedCounters"] = [{"name": "card", "counters": {"mem": {"value": "8"}}}]
+    part = slice_("s", [_gpu("d0", consumesCounters=[{"counterSet": "card", "counters": {"mem": {"value": "4"}}}])])
+    for x in (counters, part):
+        x["spec"]["pool"]["resourceSliceCount"] = 2
+        c.apply(x)
+    per = slice_("per", [_gpu("d1", nodeName="node-a")], pool="per")
+    del per["spec"]["nodeName"]
+    per["spec"]["perDeviceNodeSelection"] = True
+    c.apply(per)
+    c.apply(claim("c0", count=2))
+    from drakit.conformance.explain.run import claim_pod, explain_pod
+    out = explain_pod(c.store, claim_pod(NS, "c0"), {**c.gates, "DRAPartitionableDevices": False})
+    assert devices(out)["d0"]["check"] == "partitionable-off" and "d1" not in devices(out)
+    s = out["summary"]
+    assert s["singleChange"] and s["checked"] and s["fix"] == "turn on DRAPartitionableDevices"
+    assert explain_pod(c.store, claim_pod(NS, "c0"), c.gates)["verdict"] == "fits"
+
+
 def test_capacity_short_after_rounding() -> None:
     dev = {"name": "d0", "allowMultipleAllocations": True,
            "capacity": {"mem": {"value": "10Gi", "requestPolicy": {"default": "1Gi", "validRange": {"min": "1Gi", "step": "4Gi"}}}}}

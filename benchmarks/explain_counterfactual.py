@@ -1,7 +1,7 @@
 """The counterfactual check of ``drakit explain`` at a large count (a script; the test runs 30).
 
-Random inputs from the differential tests' generator (``tests/differential/strategies.py``,
-Hypothesis, derandomized) that both drakit's allocator and upstream's Go allocator (the oracle)
+Distinct random inputs from the differential tests' generator (``tests/differential/strategies.py``,
+Hypothesis, derandomized; an input drawn again is set aside) that both drakit's allocator and upstream's Go allocator (the oracle)
 cannot satisfy are explained; the change the summary names is made to the input and upstream
 must then allocate, and when the summary says no single change suffices, each of its blockers'
 changes made alone must leave upstream unsatisfied (``tests/differential/counterfactual.py``).
@@ -51,8 +51,9 @@ def main() -> int:
     made: Counter[str] = Counter()
     unmakeable: Counter[str] = Counter()
     wrong: list[tuple[str, dict[str, Any]]] = []
-    seen: set[str] = set()
-    drawn = [0]
+    seen: set[str] = set()  # the unsatisfiable inputs checked, as JSON
+    satisfiable: set[str] = set()
+    drawn, duplicates = [0], [0]
     t0, c0 = time.perf_counter(), time.process_time()
     if args.wrong_out:
         open(args.wrong_out, "w", encoding="utf-8").close()
@@ -64,10 +65,16 @@ def main() -> int:
         @given(inp=inputs())
         def one(inp: dict[str, Any]) -> None:
             drawn[0] += 1
+            key = json.dumps(inp, sort_keys=True)
+            if key in seen or key in satisfiable:
+                duplicates[0] += 1
+                assume(False)  # drawn before: the count is of distinct inputs
             got = check(oracle, inp)
-            assume(got.kind != "satisfiable")
+            if got.kind == "satisfiable":
+                satisfiable.add(key)
+                assume(False)
             kinds[got.kind] += 1
-            seen.add(json.dumps(inp, sort_keys=True))
+            seen.add(key)
             made.update(got.checks)
             unmakeable.update(got.unmakeable)
             if got.wrong is not None:
@@ -85,8 +92,8 @@ def main() -> int:
         one()
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     n = sum(kinds.values())
-    print(f"unsatisfiable inputs checked: {n} ({len(seen)} distinct; {drawn[0]} drawn, "
-          f"{drawn[0] - n} satisfiable on either side and set aside)")
+    print(f"distinct unsatisfiable inputs checked: {n} ({drawn[0]} drawn: {len(satisfiable)} satisfiable on either "
+          f"side and {duplicates[0]} drawn before, set aside)")
     print(f"  one change named: {kinds['one-change']}; no single change: {kinds['no-single-change']}")
     print("  changes made and checked with upstream: " + (", ".join(f"{k} {v}" for k, v in made.most_common()) or "none"))
     print("  blockers no change to the input expresses (not checked): "

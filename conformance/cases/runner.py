@@ -100,11 +100,26 @@ def _failed(case: Case, session: Session, records: list[StepRecord], f: _Failure
         if explained:
             diag = {**(diag or {}), "explain": explained}
             detail = (detail + "\n\n" if detail else "") + "why pods wait for a node (drakit explain):\n" + why
+            f = _with_cel_error(f, why)
     except Exception as exc:  # an explanation must never hide the failure itself
         diag = {**(diag or {}), "explain": {"error": f"explaining failed: {type(exc).__name__}: {exc}"}}
     failure = {"summary": f.summary, "detail": detail, "yaml": case.excerpt(f.line), "expected": f.expected,
                "actual": f.actual, "diff": _diff(f.expected, f.actual), "diagnostics": diag}
     return Outcome(f.status, records, failure, diag)
+
+
+def _with_cel_error(f: _Failure, why: str) -> _Failure:
+    """A selector's CEL runtime error is the cause a summary such as 'claim c is not allocated'
+    leaves out (issue 25: '1/0' or a missing attribute domain showed only that and 'actual: {}'):
+    the first such reason of the explanation is added to the summary."""
+    if "CEL runtime error" in f.summary:
+        return f
+    reason = next((line[len("reason: "):] for line in why.splitlines()
+                   if line.startswith("reason: ") and "CEL runtime error" in line), None)
+    if reason is None:
+        return f
+    import dataclasses
+    return dataclasses.replace(f, summary=f"{f.summary}: {reason}")
 
 
 def _diff(expected: Any, actual: Any) -> str | None:

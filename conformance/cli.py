@@ -11,6 +11,7 @@ from typing import Any, Sequence
 
 from .crash import CRASH_DIR_ENV, EXIT_BUG, last_resort
 from .lintcli import case_paths as _paths, cmd_lint
+from .vendorcheck import plugin_problem
 
 SUITES = Path(__file__).with_name("suites")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -122,9 +123,8 @@ def _describe(parser: argparse.ArgumentParser) -> None:
 @last_resort
 def main(argv: Sequence[str] | None = None) -> int:
     if _command(sys.argv[1:] if argv is None else argv) == "run":
-        # before anything slow (the parser imports every command's modules): a signal from the
-        # first instant is recorded and the run stops once its cases are collected, writing
-        # results that count every selected case as not run (conformance.interrupt)
+        # before anything slow (the parser imports every command's modules): a signal from the first instant is
+        # recorded; the run stops once its cases are collected, counting each as not run (conformance.interrupt)
         from .interrupt import INTERRUPTS
         INTERRUPTS.install()
         INTERRUPTS.hold()
@@ -264,7 +264,7 @@ def _check_run_options(args: argparse.Namespace) -> str | None:
         verb = "applies" if len(cluster_only) == 1 else "apply"
         return (f"{', '.join(cluster_only)} only {verb} to the cluster backend, and --backend is {args.backend!r}: "
                 f"add --backend cluster (or reference,cluster)")
-    return None
+    return plugin_problem(args) if args.cluster and args.vendor else None
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -95,7 +95,9 @@ def resolve(spec: Any, profile_path: str) -> Path:
     if path.is_file() and os.access(path, os.X_OK):
         return path
     if spec.binary is not None:
-        where = "on PATH" if "/" not in spec.binary else f"relative to the profile's folder {spec.profile_dir}"
+        shown = os.path.expandvars(os.path.expanduser(spec.binary))
+        where = ("on PATH" if "/" not in shown else f"({path})" if os.path.isabs(shown)
+                 else f"relative to the profile's folder {spec.profile_dir}")
         raise DriverBuildError(f"plugin.binary {spec.binary}: no such program {where}")
     raise DriverBuildError(f"the driver is not built yet ({path} is missing): run '{how_to_build(profile_path)}'")
 

@@ -1,0 +1,36 @@
+"""What keeps a vendor profile's driver from starting on drakit's local cluster, said in one line
+before the cluster starts (``drakit run --cluster local --vendor P``): a program named by
+``plugin.binary`` (or the controller's) that is not there, or a plugin that ``needs`` NRI or the
+stock node paths on nodes of the fake runtime. Anything else about the profile is reported where
+it is loaded."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+
+def plugin_problem(args: Any) -> str | None:
+    """One line for ``drakit run`` (``args``: its options), or None."""
+    from drakit.fake_driver.profile import ProfileError, load_vendor_profile
+    profile_path = str(args.vendor)
+    runtime = args.runtime or os.environ.get("DRAKIT_RUNTIME") or "fake"
+    try:
+        profile = load_vendor_profile(profile_path)
+    except ProfileError:
+        return None  # said where the run loads it
+    dut = profile.under_test
+    if dut is None or dut.plugin is None:
+        return None
+    from drakit.clusters.local.driverbuild import DriverBuildError, resolve
+    from drakit.clusters.local.vendorplugin import needs_problem
+    problem = needs_problem(dut.driver, dut.plugin.needs, runtime)
+    if problem:
+        return f"--vendor {profile_path}: {problem}"
+    for role, spec in (("plugin", dut.plugin), ("controller", dut.controller)):
+        if spec is not None and spec.binary is not None:
+            try:
+                resolve(spec, profile_path)
+            except DriverBuildError as exc:
+                return f"--vendor {profile_path}: the driver's {role} program: {exc}"
+    return None

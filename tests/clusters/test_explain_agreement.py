@@ -278,3 +278,27 @@ def test_explain_counts_what_other_namespaces_hold(local_cluster: Any, tmp_path:
             except client.ApiException as exc:
                 if exc.status != 404:
                     raise
+
+
+def test_a_case_failing_on_the_cluster_backend_carries_the_explanation(local_cluster: Any, tmp_path: Path) -> None:  # noqa: F811
+    """The failing case of ``tests/explain/test_failures.py`` (nine GPUs of an eight-GPU node) run
+    on the cluster backend through the kubeconfig: results.json, the failure text and junit.xml
+    carry the explanation, as on the reference backend."""
+    import subprocess
+    import sys
+    import xml.etree.ElementTree as ET
+
+    from tests.explain.test_failures import CASE
+    (tmp_path / "pending.case.yaml").write_text(CASE)
+    out = tmp_path / "out"
+    res = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "run", str(tmp_path / "pending.case.yaml"),
+                          "--backend", "cluster", "--kubeconfig", str(local_cluster.kubeconfig), "-n", "0",
+                          "--out", str(out), "--plain"], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 1 and (out / "results.json").exists(), res.stdout[-3000:] + res.stderr[-2000:]
+    (case,) = [c for c in json.loads((out / "results.json").read_text())["cases"] if c["id"] == "explain/stays-pending"]
+    (e,) = case["failure"]["diagnostics"]["explain"]
+    assert e["verdict"] == "unschedulable" and e["subject"].endswith("/greedy") and "warnings" not in e
+    assert e["summary"]["blockers"] == ["only 4 device(s) of class gpu.acme.example.com on the node, 9 needed"]
+    line = "request gpus needs 9 device(s), 4 of 4 of class gpu.acme.example.com pass"
+    assert "why pods wait for a node (drakit explain):" in case["failure"]["detail"] and line in case["failure"]["detail"]
+    assert any(line in (f.text or "") for f in ET.parse(out / "junit.xml").getroot().iter("failure"))

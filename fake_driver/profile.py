@@ -153,6 +153,7 @@ class DriverUnderTest:
     node_shapes: tuple[str, ...] = ()  # drakit's fake driver: the shape of each driver node
     controller: PluginSpec | None = None  # v2: started once per cluster
     configurations: tuple[Configuration, ...] = ()  # v2: named variants, each a run of the suite
+    cpuset_env: str | None = None  # v2: a containerEnv key whose value the container's CPUs must be
 
 
 @dataclass(frozen=True, slots=True)
@@ -364,8 +365,15 @@ def _under_test(data: Mapping[str, Any], drivers: Mapping[str, str], classes: Ma
                            pools=str(dut.get("pools") or "per-node"), numa_node=bool(dut.get("numaNode")),
                            attribute_types=tuple(types), optional=tuple(dut.get("optional") or ()),
                            container_env=tuple(env), plugin=plugin, controller=controller,
-                           configurations=tuple(configurations),
+                           configurations=tuple(configurations), cpuset_env=_cpuset_env(dut, fail),
                            node_shapes=tuple(str(x) for x in dut.get("nodeShapes") or ()))
+
+
+def _cpuset_env(dut: Mapping[str, Any], fail: Any) -> str | None:
+    key = dut.get("cpusetEnv")
+    if key is not None and key not in (dut.get("containerEnv") or {}):
+        raise fail(("driverUnderTest", "cpusetEnv"), f"{key!r} is not a key of driverUnderTest.containerEnv")
+    return None if key is None else str(key)
 
 
 def _program(raw: Any, profile_dir: str, path: tuple[str, ...], fail: Any) -> PluginSpec | None:
@@ -396,7 +404,8 @@ def _program(raw: Any, profile_dir: str, path: tuple[str, ...], fail: Any) -> Pl
 def _v2_fields(data: Mapping[str, Any]) -> list[tuple[object, ...]]:
     """Where a version-1 profile uses a field of version 2."""
     dut = data.get("driverUnderTest") or {}
-    found: list[tuple[object, ...]] = [("driverUnderTest", k) for k in ("controller", "configurations") if k in dut]
+    found: list[tuple[object, ...]] = [("driverUnderTest", k) for k in ("controller", "configurations", "cpusetEnv")
+                                       if k in dut]
     for key in ("binary", "goInstall", "source", "env", "needs"):
         if key in (dut.get("plugin") or {}):
             found.append(("driverUnderTest", "plugin", key))

@@ -158,3 +158,21 @@ def test_run_says_in_one_line_before_any_cluster_why_the_plugin_cannot_start(tmp
     missing = run("containerd", DK_TEST_PLUGIN=str(tmp_path / "nothing"))
     assert missing.returncode == 2 and f"no such program ({tmp_path / 'nothing'})" in missing.stderr, missing.stderr
     assert not (tmp_path / "o").exists()  # nothing started, nothing written
+
+
+def test_cpuset_env_names_a_container_env_key_and_the_containers_cpus_must_be_that_set(tmp_path: Path) -> None:
+    from drakit.conformance.backends.containers import CPUS_ALLOWED
+    from drakit.conformance.cases.checks import ExpectationFailed
+    from drakit.conformance.cases.driverchecks import _check_cpuset
+    body = "driverUnderTest:\n  containerEnv: {'CPUS_{claimUID}': {pattern: '.*'}}\n  cpusetEnv: 'CPUS_{claimUID}'\n"
+    dut = load_vendor_profile(write(tmp_path, "version: 2\n" + HEAD + body)).under_test
+    assert dut.cpuset_env == "CPUS_{claimUID}"
+    with pytest.raises(ProfileError, match=r"cpusetEnv: 'X' is not a key of driverUnderTest.containerEnv"):
+        load_vendor_profile(write(tmp_path, "version: 2\n" + HEAD + body.replace("cpusetEnv: 'CPUS_{claimUID}'", "cpusetEnv: X")))
+    claim = {"metadata": {"name": "c", "uid": "u1", "namespace": "ns"}, "status": {"allocation": {"devices": {"results": [
+        {"driver": "gpu.t.example", "pool": "n1", "device": "cpu0", "request": "dev"}]}}}}
+    _check_cpuset(dut, claim, {"pod": "p"}, {"CPUS_u1": "1-2,4", CPUS_ALLOWED: "1,2,4"}, "n1")
+    with pytest.raises(ExpectationFailed, match=r"may run on CPUs 0-4, not exactly the cpuset its driver gave it \(CPUS_u1=1-2,4\)"):
+        _check_cpuset(dut, claim, {"pod": "p"}, {"CPUS_u1": "1-2,4", CPUS_ALLOWED: "0-4"}, "n1")
+    with pytest.raises(ExpectationFailed, match="printed no Cpus_allowed_list"):
+        _check_cpuset(dut, claim, {"pod": "p"}, {"CPUS_u1": "1"}, "n1")

@@ -114,12 +114,22 @@ def _cdi_devices(dirs: Iterable[Path]) -> dict[str, tuple[str, dict[str, Any], d
     return out
 
 
+#: the key of :func:`env_from_log` for the container's CPUs (no variable's name holds a ``=``)
+CPUS_ALLOWED = "=Cpus_allowed_list"
+
+
 def env_from_log(api: Any, namespace: str, pod: str, container: str | None) -> dict[str, str] | None:
-    """The ``KEY=value`` lines a pod's container printed (through the API server), or None while
-    there is no log to read."""
+    """The ``KEY=value`` lines a pod's container printed (through the API server), and the
+    ``Cpus_allowed_list:`` line of its /proc status when it printed one (key :data:`CPUS_ALLOWED`),
+    or None while there is no log to read."""
     try:
         from kubernetes.client import CoreV1Api
         text = CoreV1Api(api.api_client).read_namespaced_pod_log(pod, namespace, container=container)
     except Exception:  # noqa: BLE001 - not running yet, or no log: the expect step retries
         return None
-    return dict(line.partition("=")[::2] for line in str(text).splitlines() if "=" in line)
+    lines = str(text).splitlines()
+    out = dict(line.partition("=")[::2] for line in lines if "=" in line)
+    for ln in lines:
+        if ln.startswith("Cpus_allowed_list:"):
+            out[CPUS_ALLOWED] = ln.partition(":")[2].strip()
+    return out

@@ -181,6 +181,37 @@ def check_container_env(s: Session, body: dict[str, Any]) -> None:
     if missing:
         raise ExpectationFailed(f"the container of pod {body['pod']} lacks the driver's CDI edits "
                                 f"{sorted(missing)[:3]}", expected=_shown(want), actual={k: got.get(k) for k in want})
+    if dut.cpuset_env:
+        _check_cpuset(dut, claim, body, got, (pod or {}).get("spec", {}).get("nodeName") or "")
+
+
+def _cpus(text: str) -> set[int]:
+    out: set[int] = set()
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def _check_cpuset(dut: Any, claim: dict[str, Any], body: dict[str, Any], got: dict[str, str], node: str) -> None:
+    """The container's CPUs, as it read them itself, are exactly the cpuset the driver's CDI edit
+    (``cpusetEnv``) names: the runtime confined it (dra-driver-cpu through NRI)."""
+    from drakit.fake_driver.envtemplate import render, values_for
+    from ..backends.containers import CPUS_ALLOWED
+    results = [r for r in ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
+               if r.get("driver") == dut.driver]
+    keys = {render(dut.cpuset_env, values_for(r, claim, node)) for r in results}
+    allowed = got.get(CPUS_ALLOWED)
+    if allowed is None:
+        raise ExpectationFailed(f"the container of pod {body['pod']} printed no Cpus_allowed_list (its /proc status)",
+                                expected="its CPUs", actual=None)
+    want: set[int] = set()
+    for key in keys:
+        want |= _cpus(got[key])
+    if _cpus(allowed) != want:
+        raise ExpectationFailed(f"the container of pod {body['pod']} may run on CPUs {allowed}, not exactly the cpuset "
+                                f"its driver gave it ({', '.join(f'{k}={got[k]}' for k in sorted(keys))})",
+                                expected=sorted(want), actual=allowed)
 
 
 def _check_container_cdi(s: Session, body: dict[str, Any]) -> None:

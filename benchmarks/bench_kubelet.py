@@ -139,13 +139,26 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds of ``pid`` and its descendants, with the children each has reaped: a containerd
+    node's process is the namespace's wrapper, containerd, its shims and the kubelet below it."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        kids = [int(k) for t in Path(f"/proc/{pid}/task").iterdir() for k in (t / "children").read_text().split()]
+    except OSError:
+        return 0.0
+    own = sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
+    return own + sum(tree_cpu_seconds(k) for k in kids)
+
+
 def cpu_by_component(cluster: Any) -> dict[str, float]:
-    """CPU seconds so far of each of the cluster's processes, summed by component (the part of
-    the process name before the first ``/``), and of this process (``bench``: its watches)."""
+    """CPU seconds so far of each of the cluster's processes (with their descendants), summed by
+    component (the part of the process name before the first ``/``), and of this process
+    (``bench``: its watches)."""
     out: dict[str, float] = {"bench": cpu_seconds(os.getpid())}
     for info in cluster._procs:
         role = info.name.split("/", 1)[0]
-        out[role] = out.get(role, 0.0) + cpu_seconds(info.pid)
+        out[role] = out.get(role, 0.0) + tree_cpu_seconds(info.pid)
     return out
 
 

@@ -49,7 +49,8 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPars
     up.add_argument("--no-dra-gates", action="store_true", help="start from the binaries' default gates, not all DRA gates on")
     up.add_argument("--run-dir", default=None, help="where certificates, logs and state go (default: per-user temp dir)")
     up.add_argument("--runtime", default=None, choices=("containerd", "fake"),
-                    help="the kubelet nodes' container runtime: drakit's fake CRI (default) or containerd + runc")
+                    help="the kubelet nodes' container runtime: containerd + runc (default, as root) or drakit's "
+                         "fake CRI (faster; runs no process)")
     up.add_argument(
         "--stage-set",
         default="on-bind",

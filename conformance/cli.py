@@ -46,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--cluster", default=None, choices=("local",),
                      help="cluster backend: start drakit's local control plane for the run (see 'drakit cluster build')")
     run.add_argument("--runtime", default=None, choices=("containerd", "fake"), help="--cluster local: the kubelet nodes' "
-                     "runtime, drakit's fake CRI (default; runs no process) or containerd + runc (real containers)")
+                     "runtime, containerd + runc (default: real containers) or drakit's fake CRI (faster; runs no process)")
     run.add_argument("--keep-on-failure", action="store_true", help="cluster backend: keep a failed case's objects")
     run.add_argument("--max-case-size", default=None, metavar="SIZE",
                      help="refuse case files larger than this, e.g. 4MiB (default: 1 MiB)")

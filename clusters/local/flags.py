@@ -155,8 +155,6 @@ class ComponentFlags:
             f"--controllers={controllers}",
             f"--root-ca-file={p / 'ca.crt'}",
             f"--service-account-private-key-file={p / 'sa.key'}",
-            f"--cluster-signing-cert-file={p / 'ca.crt'}",
-            f"--cluster-signing-key-file={p / 'ca.key'}",
             *self._gates_flag("kube-controller-manager"),
         ]
 

@@ -155,7 +155,13 @@ DRA_CONTROLLER_PATTERNS: tuple[str, ...] = (
 )
 
 
-def controllers_flag(ctrl: Controllers, disable: Iterable[str] = ()) -> str:
+#: Controllers a local cluster does without: the CSR signer (drakit issues every certificate
+#: itself; the signer's four file watchers would hold four of the user's inotify instances, of
+#: which every cluster and kubelet of the user shares 128 by default).
+UNUSED_CONTROLLERS = ("certificatesigningrequest-signing-controller",)
+
+
+def controllers_flag(ctrl: Controllers, disable: Iterable[str] = UNUSED_CONTROLLERS) -> str:
     """``--controllers`` value: defaults, plus the DRA controllers, minus ``disable``."""
     wanted = [n for n in ctrl.all if any(re.match(p, n) for p in DRA_CONTROLLER_PATTERNS)]
     if not any(re.match(DRA_CONTROLLER_PATTERNS[0], n) for n in wanted):

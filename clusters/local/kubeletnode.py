@@ -66,6 +66,12 @@ def cgroup_v1(root: Path = Path("/sys/fs/cgroup")) -> bool:
     return not (root / "cgroup.controllers").exists()
 
 
+def default_runtime(unavailable: str | None) -> str:
+    """The node runtime when none is asked for: containerd + runc where real nodes can run (root),
+    else the fake CRI (moot: such a cluster has kwok nodes only)."""
+    return CONTAINERD if unavailable is None else FAKE
+
+
 def unavailable_reason() -> str | None:
     """Why real kubelet nodes cannot run here (one line), or None."""
     if os.geteuid() != 0:

@@ -142,7 +142,7 @@ class LocalCluster(ComponentFlags, KubeletNodes):
             "real kubelet nodes were not asked for" if not real_nodes else kubeletnode.unavailable_reason()
         )
         self.real: RealNodes | None = None
-        self.node_runtime = runtime or os.environ.get("DRAKIT_RUNTIME") or kubeletnode.FAKE  # or CONTAINERD
+        self.node_runtime = runtime or os.environ.get("DRAKIT_RUNTIME") or kubeletnode.default_runtime(self.real_nodes_reason)
         if self.node_runtime not in kubeletnode.RUNTIMES:
             raise ClusterError(f"unknown node runtime {self.node_runtime!r}; use one of {', '.join(kubeletnode.RUNTIMES)}")
         # RBAC read of ResourceClaims for kubelets (realnodes.CLAIM_READ_ROLE: no authorizer race)

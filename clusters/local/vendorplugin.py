@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import string
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -165,10 +166,25 @@ class VendorPlugin:
                                        f"{' | '.join(tail) or '(no output)'} (log {self.log})")
             time.sleep(0.05)
 
-    def stop(self) -> None:
-        if self.info is not None:
-            procs.stop([self.info], timeout=10, popen=self._popen)  # type: ignore[arg-type]
-            self.info = None
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM to the plugin's process group and its grace to exit (inside a node, ``nsenter``
+        ends at once while the plugin it forked shuts down), then SIGKILL to what is left; returns
+        once no process of the group is alive, so a restarted plugin never meets the old one."""
+        if self.info is None:
+            return
+        pgid = self.info.pid
+        try:
+            os.killpg(pgid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+        deadline = time.monotonic() + timeout
+        while procs.group_members(pgid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        procs.stop([self.info], timeout=timeout, popen=self._popen)  # type: ignore[arg-type]
+        deadline = time.monotonic() + 5
+        while procs.group_members(pgid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.info = None
 
     def restart(self, timeout: float = 30.0) -> None:
         self.stop()

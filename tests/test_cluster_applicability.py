@@ -8,7 +8,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from drakit.conformance.backends.nodeside import node_side_unmet, shared_driver_unmet, silent_runtime_unmet
+from drakit.conformance.backends.nodeside import (agent_nodes_unmet, node_side_unmet, shared_driver_unmet,
+                                                  silent_runtime_unmet)
 from drakit.conformance.spec.case import Step
 
 GPU = "gpu.acme.example.com"
@@ -105,3 +106,24 @@ def test_the_fake_driver_s_controller_leaves_a_case_s_claims_alone() -> None:
     assert seen == []
     BindingConditionsController.handle(controller, "ADDED", {"metadata": {"name": "other", "namespace": "n"}})  # type: ignore[arg-type]
     assert seen == ["x"]
+
+
+def test_metadata_mounts_and_device_health_need_kubelet_driver_nodes() -> None:
+    """On the driver's kwok nodes with drakit's node agent no container runs and kwok writes the
+    pods' status: a case reading mounted metadata files or device health is no-node-side there,
+    and runs on real kubelet nodes, on a cluster drakit did not start, and before nodes started."""
+    meta = _case(Step(index=0, name="s", line=3, kind="expect", assertions=(
+        (3, "podRunning", {"pod": "p"}), (4, "containerMetadata", {"pod": "p", "container": "main", "claim": "c"}),
+        (5, "containerMetadata", {"pod": "p", "container": "plain", "claim": "c", "absent": True}))))
+    health = _case(Step(index=0, name="s", line=3, kind="expect", assertions=(
+        (4, "deviceHealth", {"pod": "p", "container": "main", "claim": "c"}),)))
+    agent = SimpleNamespace(real=False)
+    got = agent_nodes_unmet(meta, agent)
+    assert got is not None and got[0] == "no-node-side" and got[1].count("metadata files mounted") == 1, got
+    assert "kwok nodes with drakit's node agent" in got[1]
+    got = agent_nodes_unmet(health, agent)
+    assert got is not None and got[0] == "no-node-side" and "device health in pod status" in got[1], got
+    for nodes in (SimpleNamespace(real=True), None, SimpleNamespace()):
+        assert agent_nodes_unmet(meta, nodes) is None and agent_nodes_unmet(health, nodes) is None
+    plain = _case(Step(index=0, name="s", line=3, kind="expect", assertions=((3, "podRunning", {"pod": "p"}),)))
+    assert agent_nodes_unmet(plain, agent) is None

@@ -6,7 +6,9 @@
   in the target's ResourceSlices (``conformance.spec.inventory``), or skips it as ``inventory``
   naming what is missing (a cluster where the driver is absent publishes nothing: every case
   of the suite is skipped and the run is INCOMPLETE); a case needing what only drakit's own
-  nodes can do (registration, restarts, CDI files) is skipped as ``backend`` elsewhere.
+  nodes can do (registration, restarts, CDI files) is skipped as ``backend`` elsewhere, and one
+  reading what only a kubelet gives (mounted metadata files, device health in pod status) as
+  ``no-node-side`` when the driver's nodes are kwok nodes with drakit's node agent.
 - ``bindings(case)``: the ``${inv.*}`` values for the case's session.
 - on drakit's local cluster, :class:`~.drivernodes.DriverNodes`: nodes that run the driver's
   kubelet plugin (started from the vendor profile's command template, or drakit's fake
@@ -24,7 +26,7 @@ from typing import Any
 from ..spec.case import Case
 from ..spec.inventory import Unbound, bind, published_devices
 from .base import HarnessError
-from .nodeside import silent_runtime_unmet
+from .nodeside import agent_nodes_unmet, silent_runtime_unmet
 
 LOCAL_ONLY = {"registration": "registration is seen on the nodes drakit runs (--cluster local)",
               "plugin-restart": "drakit restarts plugins only on the nodes it runs (--cluster local)",
@@ -91,6 +93,9 @@ class DriverSide:
         self._ensure_nodes()
         if self.start_error is not None:
             raise HarnessError(f"the driver's nodes cannot start: {self.start_error}")
+        agent = agent_nodes_unmet(case, self.nodes)
+        if agent is not None:
+            return agent
         if case.behaviour in ("plugin-restart", "kubelet-restart") and self.nodes is not None \
                 and not self.nodes.can_restart(case.behaviour.split("-")[0]):
             return ("backend", "drakit's fake driver runs in drakit's own process here and cannot be restarted "

@@ -154,3 +154,29 @@ def kubelet_side_unmet(case: Case, target: Any) -> tuple[str, str] | None:
     have = "kwok nodes with drakit's node agent" if target.node_side is not None else "no node side drakit runs"
     return ("no-node-side", f"the case uses {', '.join(sorted(set(what)))}, which needs drakit's real kubelet "
                             f"nodes (--cluster local, as root); the cluster has {have}")
+
+
+#: What driver-suite assertions read that only a kubelet node gives: a container's mounts (the
+#: runtime's record of the device metadata files the kubelet mounted) and the container statuses
+#: the kubelet writes from the driver's health stream.
+AGENT_NODE_ASSERTIONS = {
+    "containerMetadata": "the device metadata files mounted into a container (the container runtime's record)",
+    "deviceHealth": "device health in pod status (allocatedResourcesStatus, written by the kubelet from the "
+                    "driver's health stream)"}
+
+
+def agent_nodes_unmet(case: Case, nodes: Any) -> tuple[str, str] | None:
+    """``no-node-side`` for a driver-suite case that reads :data:`AGENT_NODE_ASSERTIONS` when the
+    driver's nodes (``drivernodes.DriverNodes``) are kwok nodes with drakit's node agent (no root,
+    or ``DRAKIT_NODE_SIDE=agent``): no container runs there and kwok, not a kubelet, writes the
+    pods' status, so a correct driver would fail."""
+    if nodes is None or getattr(nodes, "real", True):
+        return None
+    what = [AGENT_NODE_ASSERTIONS[name] for step in case.steps for _line, name, _body in step.assertions
+            if name in AGENT_NODE_ASSERTIONS]
+    if not what:
+        return None
+    return ("no-node-side", f"the case reads {'; '.join(dict.fromkeys(what))}, which needs drakit's real kubelet "
+                            f"nodes (--cluster local, as root, without DRAKIT_NODE_SIDE=agent); the driver's nodes "
+                            f"are kwok nodes with drakit's node agent, where no container runs and kwok writes the "
+                            f"pods' status")

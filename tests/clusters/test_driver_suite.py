@@ -138,3 +138,22 @@ def test_a_vendor_profile_whose_driver_is_absent_is_incomplete(tmp_path: Path) -
     declared = [c for c in results["cases"] if c["skip"]["category"] != "not-applicable"]
     assert {c["skip"]["category"] for c in declared} == {"inventory"} and len(declared) == 10
     assert all("gpu.example-vendor.com publishes no devices" in c["skip"]["message"] for c in declared)
+
+
+def test_agent_nodes_skip_what_only_a_kubelet_gives_never_fail_the_fake_driver(tmp_path: Path) -> None:
+    """With DRAKIT_NODE_SIDE=agent the driver's nodes are kwok nodes with drakit's node agent: no
+    container runs (no mounted metadata files to read) and kwok writes the pods' status (no device
+    health). The fake driver, which passes both on real kubelet nodes, must not error or fail
+    there: both cases are skipped as no-node-side, saying why (they errored and failed before)."""
+    code, results, text, wall = run_suite(tmp_path, "-k", "device-metadata or health", env={"DRAKIT_NODE_SIDE": "agent"})
+    print(f"device-metadata and health on agent nodes: {wall:.1f} s")
+    side = results["environment"]["backends"]["cluster"]["driverUnderTest"]["nodes"]["nodeSide"]
+    assert side.startswith("drakit node agent"), side
+    got = {c["id"]: c for c in results["cases"]}
+    assert set(got) == {"driver/device-metadata", "driver/health"}, sorted(got)
+    for cid, what in (("driver/device-metadata", "device metadata files mounted into a container"),
+                      ("driver/health", "device health in pod status")):
+        case = got[cid]
+        assert case["status"] == "skipped" and case["skip"]["category"] == "no-node-side", (case.get("failure"), text[-3000:])
+        assert what in case["skip"]["message"] and "kwok nodes with drakit's node agent" in case["skip"]["message"], case["skip"]
+    assert results["verdict"]["result"] != "fail", results["verdict"]

@@ -58,8 +58,10 @@ def test_fake_driver_on_agent_nodes_with_a_long_tmpdir(tmp_path: Path) -> None:
     print(f"driver suite vs the fake driver on agent nodes, TMPDIR of {len(str(long))} characters: {wall:.1f} s")
     got = behaviours(results)
     assert all(got[b] == "proven" for b in (*SEVEN, "several-pods")), (got, text[-4000:])
-    errors = [c for c in results["cases"] if c["status"] == "error"]
-    # the one error is agent nodes' own limit (no container to read), as with a short TMPDIR
-    assert [c["id"] for c in errors] == ["driver/device-metadata"], errors
-    assert "real kubelet nodes only" in errors[0]["failure"]["summary"]
+    bad = [c["id"] for c in results["cases"] if c["status"] in ("error", "failed")]
+    assert not bad, (bad, text[-4000:])
+    # agent nodes' own limits (no container to read, no kubelet writing device health), as with
+    # a short TMPDIR (test_driver_suite.py): skipped, never failed
+    assert {c["id"] for c in results["cases"] if (c.get("skip") or {}).get("category") == "no-node-side"} >= {
+        "driver/device-metadata", "driver/health"}, results["cases"]
     _said_once(text, "the driver's node sockets", long)

@@ -39,6 +39,9 @@ def one_run(runtime: str, workers: str, paths: list[str], out: Path) -> dict[str
                 "tail": (res.stdout + res.stderr)[-1500:]}
     return {"runtime": runtime, "wallSeconds": wall, "verdict": results["verdict"]["result"], "exit": res.returncode,
             "summary": results.get("summary"),
+            "notPassed": [f"{c['id']} [{c.get('backend')}] {c['status']}: "
+                          f"{((c.get('failure') or {}).get('summary') or '')[:300]}"
+                          for c in results.get("cases") or [] if c.get("status") in ("failed", "error")],
             "nodeSide": ((results["environment"]["backends"].get("cluster") or {}).get("nodeSide") or {})
             .get("containerRuntime")}
 
@@ -57,6 +60,8 @@ def main() -> int:
                 print(f"[bench] run {i + 1}/{args.repeat} on {runtime} ...", file=sys.stderr, flush=True)
                 run = one_run(runtime, args.workers, args.paths, Path(tmp) / f"{runtime}-{i}")
                 print(f"[bench]   {run['wallSeconds']:.1f} s, {run['verdict']}", file=sys.stderr, flush=True)
+                for line in run.get("notPassed") or []:
+                    print(f"[bench]     {line}", file=sys.stderr, flush=True)
                 runs.append(run)
     med = {r: statistics.median(x["wallSeconds"] for x in runs if x["runtime"] == r) for r in RUNTIMES}
     figures = {"runs": runs, "medianWallSeconds": med, "ratioContainerdOverFake": med["containerd"] / med["fake"],

@@ -73,9 +73,33 @@ def read_objects(path: Path) -> list[dict[str, Any]]:
     return out
 
 
+#: What a saved Pod keeps of each container: what scheduling reads. Its command, args, env
+#: (which may hold credentials), probes and the rest are left out of the file.
+_CONTAINER_KEEP = ("name", "image", "resources", "restartPolicy", "ports")
+
+
+def _scrubbed(obj: dict[str, Any]) -> dict[str, Any]:
+    """A Pod as ``--save-state`` writes it: no annotations or managed fields (kubectl's
+    last-applied annotation repeats the whole spec) and containers cut to :data:`_CONTAINER_KEEP`;
+    other kinds unchanged but for managed fields."""
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in ("managedFields", "annotations")}
+    out = {**obj, "metadata": meta}
+    if obj.get("kind") != "Pod" or not isinstance(obj.get("spec"), dict):
+        return out
+    spec = dict(obj["spec"])
+    for key in ("containers", "initContainers", "ephemeralContainers"):
+        if isinstance(spec.get(key), list):
+            spec[key] = [{k: v for k, v in c.items() if k in _CONTAINER_KEEP} if isinstance(c, dict) else c
+                         for c in spec[key]]
+    out["spec"] = spec
+    return out
+
+
 def saved_state(objects: list[dict[str, Any]], gates: Mapping[str, bool]) -> dict[str, Any]:
-    """What ``--save-state`` writes: the objects read and the gates the explanation used."""
-    return {"schema": STATE_SCHEMA, "featureGates": dict(sorted(gates.items())), "items": objects}
+    """What ``--save-state`` writes: the objects read (Pods scrubbed of what scheduling does not
+    read, :func:`_scrubbed`) and the gates the explanation used."""
+    return {"schema": STATE_SCHEMA, "featureGates": dict(sorted(gates.items())),
+            "items": [_scrubbed(o) if isinstance(o, dict) else o for o in objects]}
 
 
 def state_gates(path: Path) -> dict[str, bool]:

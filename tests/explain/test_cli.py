@@ -97,6 +97,25 @@ def test_save_state_round_trips(state: Path, tmp_path: Path, capsys: Any) -> Non
     assert (rc1, out1) == (rc2, out2)
 
 
+def test_saved_state_keeps_no_container_env_nor_annotations(state: Path, tmp_path: Path, capsys: Any) -> None:
+    """--save-state now reads every namespace's pods: a saved file must not carry what a pod's
+    env or kubectl's last-applied annotation hold (credentials), only what scheduling reads."""
+    docs = list(yaml.safe_load_all(state.read_text()))
+    for d in docs:
+        if d.get("kind") == "Pod":
+            d["metadata"].setdefault("annotations", {})["kubectl.kubernetes.io/last-applied-configuration"] = "TOKEN-A"
+            for c in d["spec"]["containers"]:
+                c["env"] = [{"name": "API_KEY", "value": "TOKEN-B"}]
+                c["command"] = ["sh", "-c", "login --password TOKEN-C"]
+    state.write_text(yaml.safe_dump_all(docs))
+    saved = tmp_path / "saved.json"
+    rc1, out1, _ = _run(capsys, "pod", f"{NS}/p", "--state", str(state), "--save-state", str(saved))
+    text = saved.read_text()
+    assert "TOKEN-" not in text and "API_KEY" not in text
+    assert '"resources"' in text  # what scheduling reads stays
+    assert _run(capsys, "pod", f"{NS}/p", "--state", str(saved))[:2] == (rc1, out1)
+
+
 @pytest.mark.parametrize("argv,message", [
     (["pod", f"{NS}/nope"], f"drakit explain: pod {NS}/nope not found in STATE"),
     (["pod"], "drakit explain: say what to explain: pod NS/NAME, claim NS/NAME, or -f CLAIM_OR_TEMPLATE.yaml"),

@@ -83,6 +83,16 @@ def _with_allocatable(amount: str) -> str:
     return base("allocatable") + f"hardware:\n  nodes:\n    - name: n1\n      shape: small-1gpu\n      allocatable: {{cpu: {amount}}}\n"
 
 
+#: A pod using claim ``c``: an item of a step's ``apply`` list.
+POD_USING_C = """\
+      - apiVersion: v1
+        kind: Pod
+        metadata: {name: p}
+        spec:
+          resourceClaims: [{name: c, resourceClaimName: c}]
+          containers: [{name: m, image: x, resources: {claims: [{name: c}]}}]
+"""
+
 POD = """\
 id: hostile/NAME
 title: a pod with a bad amount

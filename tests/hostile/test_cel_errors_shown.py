@@ -9,18 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .inputs import VALID
+from .inputs import POD_USING_C, VALID
 
 CASE = VALID.replace("hostile/valid", "hostile/cel-NAME").replace(
     'exactly: {deviceClassName: "${class.gpu}"}', 'exactly: {deviceClassName: "${class.gpu}", selectors: [{cel: {expression: "EXPR"}}]}'
 ).replace("  - expect:\n      - notAllocated: {claim: c}\n", """\
   - apply:
-      - apiVersion: v1
-        kind: Pod
-        metadata: {name: p}
-        spec:
-          resourceClaims: [{name: c, resourceClaimName: c}]
-          containers: [{name: m, image: x, resources: {claims: [{name: c}]}}]
+""" + POD_USING_C + """\
   - expect:
       - allocated: {claim: c, count: 1}
 """)

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .inputs import VALID
+from .inputs import POD_USING_C, VALID
 
 CASE = """\
 id: hostile/nul-SELECTOR_NAME
@@ -42,12 +42,7 @@ steps:
         kind: ResourceClaim
         metadata: {name: c}
         spec: {devices: {requests: [{name: r, exactly: {deviceClassName: nul.drakit.example, selectors: [{cel: {expression: "SELECTOR"}}]}}]}}
-      - apiVersion: v1
-        kind: Pod
-        metadata: {name: p}
-        spec:
-          resourceClaims: [{name: c, resourceClaimName: c}]
-          containers: [{name: m, image: x, resources: {claims: [{name: c}]}}]
+""" + POD_USING_C + """\
   - expect:
       - allocated: {claim: c, count: 1, devices: [whole], node: n1}
 """

@@ -15,18 +15,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .inputs import VALID
+from .inputs import POD_USING_C, VALID
 
 NEGATIVE_REQUEST = VALID.replace("hostile/valid", "hostile/negative-capacity-request").replace(
     'exactly: {deviceClassName: "${class.gpu}"}', 'exactly: {deviceClassName: "${class.gpu}", capacity: {requests: {memory: -5}}}'
 ).replace("  - expect:\n      - notAllocated: {claim: c}\n", """\
   - apply:
-      - apiVersion: v1
-        kind: Pod
-        metadata: {name: p}
-        spec:
-          resourceClaims: [{name: c, resourceClaimName: c}]
-          containers: [{name: m, image: x, resources: {claims: [{name: c}]}}]
+""" + POD_USING_C + """\
   - expect:
       - podScheduled: {pod: p, node: node-a}
 """)

@@ -383,7 +383,13 @@ class ProgressReporter:
             self._print(clean_text(f"ERROR collecting {report.nodeid or '.'}: {shorten_middle(last, self.MAX_LINE)}"))
 
     def pytest_internalerror(self, excrepr: Any, excinfo: pytest.ExceptionInfo[BaseException]) -> bool:
-        """A bug inside the run: one line and the crash file, never pytest's INTERNALERROR dump."""
+        """A bug inside the run: one line and the crash file, never pytest's INTERNALERROR dump.
+        After SIGINT/SIGTERM it is the signal's doing (Ctrl-C reaches the test workers too, and one
+        killed while it starts ends xdist's set-up with an EOFError): no bug is reported, the run
+        is the interrupted one."""
+        if INTERRUPTS.interrupted:
+            self._print(f"drakit: {INTERRUPTS.signal} stopped the run while it started its workers")
+            return True
         from .crash import report_bug
         self._print(f"drakit: {report_bug(excinfo.value)}")
         return True

@@ -388,7 +388,8 @@ class ProgressReporter:
         killed while it starts ends xdist's set-up with an EOFError): no bug is reported, the run
         is the interrupted one."""
         if INTERRUPTS.interrupted:
-            self._print(f"drakit: {INTERRUPTS.signal} stopped the run while it started its workers")
+            self._print(f"drakit: {type(excinfo.value).__name__} after {INTERRUPTS.signal}, while the run was stopped "
+                        f"(the signal's doing, e.g. a worker killed as it started)")
             return True
         from .crash import report_bug
         self._print(f"drakit: {report_bug(excinfo.value)}")

@@ -128,7 +128,8 @@ def test_image_names_are_the_ones_the_cases_use() -> None:
     images: set[str] = set()
     for case in (ROOT / "conformance" / "suites").rglob("*.yaml"):
         images |= {m[1] for m in re.findall(r'image:\s*("?)(\$\{podImage\}|[^\s,}"]+)\1', case.read_text(encoding="utf-8"))}
-    assert images == {PAUSE_REF, "${podImage}"}
+    # every image a case names is one drakit builds and loads into its nodes (no registry here)
+    assert images <= {PAUSE_REF, BUSYBOX_REF, "${podImage}"} and {PAUSE_REF, "${podImage}"} <= images
     assert DriverSide(None, None).pod_image == BUSYBOX_REF
     assert driver_ref() == DEFAULT_IMAGE
     for doc in yaml.safe_load_all((ROOT / "fake_driver/deploy/kubelet-plugin.yaml").read_text(encoding="utf-8")):

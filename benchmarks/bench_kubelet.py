@@ -1,7 +1,7 @@
 """Figures of the real kubelet nodes on the local cluster (kubelet 1.37.2 over containerd + runc,
 and over drakit's fake CRI).
 
-Usage: ``python benchmarks/bench_kubelet.py [--runtimes containerd,fake] [--nodes 3] [--pods 50] [--batch 5]
+Usage: ``python benchmarks/bench_kubelet.py [--runtimes containerd,fake] [--nodes 3] [--pods 50] [--batch 1,5]
 [--node-authorizer-only] [--skip-suites] [--json]``
 
 Parts 1-3 run once per runtime of ``--runtimes`` (a column each); part 4 on the fake CRI.
@@ -12,15 +12,18 @@ Parts 1-3 run once per runtime of ``--runtimes`` (a column each); part 4 on the 
    slices is done (what ``LocalCluster.add_kubelet_node`` waits for).
 2. **pod create -> Running**: the fake drivers run on node-1 as ``drakit cluster up`` starts
    them (processes, registered through the kubelet's plugins_registry). ``--pods`` pods, each
-   with one GPU claim from a template, are created ``--batch`` at a time; a pod's figure is from
+   with one GPU claim from a template, are created ``--batch`` at a time (a figure set for each
+   size given: one at a time is a pod's own latency; five at a time on 2 cores is bound by the
+   CPU the five need together); a pod's figure is from
    its create call returning to a watch seeing ``status.phase: Running`` (scheduling,
-   allocation, NodePrepareResources by the kubelet, sandbox and container in the fake CRI).
+   allocation, NodePrepareResources by the kubelet, sandbox and container in the runtime).
    Each batch is deleted (gracefully) before the next. p50 / p90 / max, and how many pods waited
    for the kubelet's retry of a failed prepare (with ``--node-authorizer-only`` the kubelets
    race the Node authorizer's graph: realnodes.CLAIM_READ_ROLE). Where the time goes: p50 / p90
    of each phase (:data:`PHASES`: the claim made from the template, the scheduler's binding,
    the kubelet's watch, admission and prepare up to the sandbox, the container, the status
-   that says Running), from this script's watches, the kubelet's log and the fake CRI's record;
+   that says Running), from this script's watches, the kubelet's log and the runtime's (the
+   fake CRI's record, containerd's info-level log);
    and the CPU milliseconds each component spent per pod over the whole create/delete cycle
    (a figure the machine's load does not change much, unlike the latencies).
 3. **RSS per node**: VmRSS of each node's kubelet plus its runtime (containerd, or the fake CRI)
@@ -85,8 +88,8 @@ PHASES = (
     ("claim", "create call returned -> the watch sees the pod's ResourceClaim (kube-controller-manager)"),
     ("scheduled", "-> the watch sees spec.nodeName (scheduler: allocation, binding)"),
     ("kubelet", "-> the kubelet's SyncLoop ADD (its pod watch)"),
-    ("prepared", "-> RunPodSandbox in the fake CRI (admission, the claim read, NodePrepareResources)"),
-    ("container", "-> CreateContainer in the fake CRI (sandbox status, image, container config with CDI IDs)"),
+    ("prepared", "-> RunPodSandbox in the runtime (admission, the claim read, NodePrepareResources)"),
+    ("container", "-> CreateContainer in the runtime (the sandbox: shim, runc, CNI; image, container config with CDI IDs)"),
     ("running", "-> the watch sees phase Running (start, PLEG relist, status PATCH)"),
 )
 KLOG_ADD = re.compile(r'^I(\d{2})(\d{2}) (\d{2}:\d{2}:\d{2}\.\d+) .*"SyncLoop ADD" source="api" pods=\["([^"]+)"\]')
@@ -103,6 +106,35 @@ def _rfc3339(value: str) -> float:
     return calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%S")) + (float("0." + frac) if frac else 0.0)
 
 
+CTRD_LINE = re.compile(r'^time="([^"]+)" level=\w+ msg="(.*)"')
+CTRD_SANDBOX = re.compile(r'^RunPodSandbox for name:\\"([^\\]+)\\".* namespace:\\"([^\\]+)\\"(?: .*returns sandbox id \\"(\w+)\\")?')
+CTRD_CREATE = re.compile(r'^CreateContainer within sandbox \\"(\w+)\\" for container')
+
+
+def containerd_calls(path: Path, ns: str) -> tuple[dict[str, float], dict[str, float]]:
+    """Per pod of ``ns``: when containerd's CRI plugin was asked for its sandbox and for its first
+    container (its info-level log lines ``RunPodSandbox for ...`` and ``CreateContainer within
+    sandbox ...``, stamped in UTC)."""
+    sandbox: dict[str, float] = {}
+    container: dict[str, float] = {}
+    pod_of: dict[str, str] = {}
+    for line in path.read_text(errors="replace").splitlines():
+        m = CTRD_LINE.match(line)
+        if not m:
+            continue
+        s = CTRD_SANDBOX.match(m.group(2))
+        if s and s.group(2) == ns:
+            if s.group(3):
+                pod_of[s.group(3)] = s.group(1)
+            else:
+                sandbox.setdefault(s.group(1), _rfc3339(m.group(1)))
+            continue
+        c = CTRD_CREATE.match(m.group(2))
+        if c and c.group(1) in pod_of:
+            container.setdefault(pod_of[c.group(1)], _rfc3339(m.group(1)))
+    return sandbox, container
+
+
 def phases(created: dict[str, float], claimed: dict[str, float], bound: dict[str, float], running: dict[str, float], node: Any,
            ns: str) -> dict[str, dict[str, float]]:
     """p50/p90 of each of :data:`PHASES` over the pods (wall clock: the kubelet's log and the fake
@@ -114,14 +146,17 @@ def phases(created: dict[str, float], claimed: dict[str, float], bound: dict[str
             added.setdefault(m.group(4).split("/", 1)[1], _klog_time(m.group(1), m.group(2), m.group(3)))
     sandbox: dict[str, float] = {}
     container: dict[str, float] = {}
-    for e in read_cri_record(node.paths.cri_record):
-        pod = (e.get("pod") or {}).get("name")
-        if (e.get("pod") or {}).get("namespace") != ns or e.get("error") or not pod:
-            continue
-        if e.get("event") == "RunPodSandbox":
-            sandbox.setdefault(pod, _rfc3339(e["time"]))
-        elif e.get("event") == "CreateContainer":
-            container.setdefault(pod, _rfc3339(e["time"]))
+    if (node.paths.dir / "containerd.log").exists():
+        sandbox, container = containerd_calls(node.paths.dir / "containerd.log", ns)
+    else:
+        for e in read_cri_record(node.paths.cri_record):
+            pod = (e.get("pod") or {}).get("name")
+            if (e.get("pod") or {}).get("namespace") != ns or e.get("error") or not pod:
+                continue
+            if e.get("event") == "RunPodSandbox":
+                sandbox.setdefault(pod, _rfc3339(e["time"]))
+            elif e.get("event") == "CreateContainer":
+                container.setdefault(pod, _rfc3339(e["time"]))
     stamps = [created, claimed, bound, added, sandbox, container, running]
     out: dict[str, dict[str, float]] = {}
     for i, (phase, _why) in enumerate(PHASES):
@@ -175,6 +210,84 @@ def tree_rss_mib(pid: int, skip: str = "containerd-shim") -> float:
     return rss_mib(pid) + sum(tree_rss_mib(k, skip) for k in kids)
 
 
+def pods_at(cluster: Any, kube: Kube, ns: str, batch: int, count: int) -> dict[str, Any]:
+    """``count`` pods with a GPU claim each, created ``batch`` at a time in namespace ``ns``, each
+    batch deleted before the next: their create -> Running latencies, phases and CPU."""
+    res: dict[str, Any] = {}
+    kube.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    kube.request("POST", f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaimtemplates", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "gpu"},
+        "spec": {"spec": {"devices": {"requests": [
+            {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}})
+    running: dict[str, float] = {}
+    bound: dict[str, float] = {}
+    claimed: dict[str, float] = {}
+    seen = threading.Condition()
+
+    def on_pod(event: str, pod: dict[str, Any]) -> None:
+        name = pod["metadata"]["name"]
+        if (pod.get("spec") or {}).get("nodeName"):
+            bound.setdefault(name, time.time())
+        if (pod.get("status") or {}).get("phase") == "Running":
+            with seen:
+                running.setdefault(name, time.time())
+                seen.notify_all()
+
+    def on_claim(event: str, claim: dict[str, Any]) -> None:
+        for owner in claim["metadata"].get("ownerReferences") or []:
+            if owner.get("kind") == "Pod":
+                claimed.setdefault(owner["name"], time.time())
+
+    claims = Informer(kube, f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims", on_claim,
+                      name="bench-claims").start()
+    informer = Informer(kube, f"/api/v1/namespaces/{ns}/pods", on_pod, name="bench-pods").start()
+    informer.synced.wait(10)
+    claims.synced.wait(10)
+    created: dict[str, float] = {}
+    cpu0 = cpu_by_component(cluster)
+    t0 = time.monotonic()
+    try:
+        for b in range(0, count, batch):
+            names = [f"p{i}" for i in range(b, min(count, b + batch))]
+            for name in names:
+                body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                        "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu"}],
+                                 "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                                                 "resources": {"claims": [{"name": "gpu"}]}}]}}
+                kube.request("POST", f"/api/v1/namespaces/{ns}/pods", body)
+                created[name] = time.time()
+            deadline = time.monotonic() + 60
+            with seen:
+                while not all(n in running for n in names):
+                    if not seen.wait(max(0.0, deadline - time.monotonic())):
+                        raise SystemExit(f"pods not Running after 60 s: {[n for n in names if n not in running]}")
+            for name in names:
+                # graceful: the kubelet unprepares before the pod (and its claim) goes
+                kube.request("DELETE", f"/api/v1/namespaces/{ns}/pods/{name}", {"gracePeriodSeconds": 1})
+            # the next batch needs the GPUs back: wait until the claims are gone
+            deadline = time.monotonic() + 60
+            while kube.request("GET", f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims")["items"]:
+                if time.monotonic() > deadline:
+                    raise SystemExit("claims of deleted pods still there after 60 s")
+                time.sleep(0.05)
+    finally:
+        wall = time.monotonic() - t0
+        cpu1 = cpu_by_component(cluster)
+        informer.stop()
+        claims.stop()
+    res["cpuMillisecondsPerPod"] = {k: round(1000 * (cpu1[k] - cpu0.get(k, 0.0)) / count, 1) for k in cpu1}
+    res["podsWallSeconds"] = wall
+    lat = [running[n] - created[n] for n in created]
+    res["podRunningSeconds"] = {"n": len(lat), "p50": pct(lat, 50), "p90": pct(lat, 90), "max": max(lat)}
+    res["podPhasesSeconds"] = phases(created, claimed, bound, running, cluster.real.nodes["node-1"], ns)
+    # the kubelet retries a failed prepare after its pod-worker backoff: say how often and why
+    failed = [e for e in kube.request("GET", f"/api/v1/namespaces/{ns}/events")["items"]
+              if e.get("reason") == "FailedPrepareDynamicResources"]
+    res["failedPrepareEvents"] = {"pods": len({(e.get("involvedObject") or {}).get("name") for e in failed}),
+                                  "first": (failed[0].get("message") or "")[:300] if failed else None}
+    return res
+
+
 def bench_nodes_and_pods(args: argparse.Namespace, runtime: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with LocalCluster(progress=log, kubelet_claim_read=not args.node_authorizer_only, runtime=runtime) as cluster:
@@ -191,78 +304,9 @@ def bench_nodes_and_pods(args: argparse.Namespace, runtime: str) -> dict[str, An
         deploy(cluster, [("node-1", SHAPE)], progress=log)
         kube = Kube(load_api_client(cluster.kubeconfig))
         ns = "bench"
-        kube.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-        kube.request("POST", f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaimtemplates", {
-            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "gpu"},
-            "spec": {"spec": {"devices": {"requests": [
-                {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}})
-        running: dict[str, float] = {}
-        bound: dict[str, float] = {}
-        claimed: dict[str, float] = {}
-        seen = threading.Condition()
-
-        def on_pod(event: str, pod: dict[str, Any]) -> None:
-            name = pod["metadata"]["name"]
-            if (pod.get("spec") or {}).get("nodeName"):
-                bound.setdefault(name, time.time())
-            if (pod.get("status") or {}).get("phase") == "Running":
-                with seen:
-                    running.setdefault(name, time.time())
-                    seen.notify_all()
-
-        def on_claim(event: str, claim: dict[str, Any]) -> None:
-            for owner in claim["metadata"].get("ownerReferences") or []:
-                if owner.get("kind") == "Pod":
-                    claimed.setdefault(owner["name"], time.time())
-
-        claims = Informer(kube, f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims", on_claim,
-                          name="bench-claims").start()
-        informer = Informer(kube, f"/api/v1/namespaces/{ns}/pods", on_pod, name="bench-pods").start()
-        informer.synced.wait(10)
-        claims.synced.wait(10)
-        created: dict[str, float] = {}
-        cpu0 = cpu_by_component(cluster)
-        t0 = time.monotonic()
-        try:
-            for b in range(0, args.pods, args.batch):
-                names = [f"p{i}" for i in range(b, min(args.pods, b + args.batch))]
-                for name in names:
-                    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-                            "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu"}],
-                                     "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
-                                                     "resources": {"claims": [{"name": "gpu"}]}}]}}
-                    kube.request("POST", f"/api/v1/namespaces/{ns}/pods", body)
-                    created[name] = time.time()
-                deadline = time.monotonic() + 60
-                with seen:
-                    while not all(n in running for n in names):
-                        if not seen.wait(max(0.0, deadline - time.monotonic())):
-                            raise SystemExit(f"pods not Running after 60 s: {[n for n in names if n not in running]}")
-                for name in names:
-                    # graceful: the kubelet unprepares before the pod (and its claim) goes
-                    kube.request("DELETE", f"/api/v1/namespaces/{ns}/pods/{name}", {"gracePeriodSeconds": 1})
-                # the next batch needs the GPUs back: wait until the claims are gone
-                deadline = time.monotonic() + 60
-                while kube.request("GET", f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims")["items"]:
-                    if time.monotonic() > deadline:
-                        raise SystemExit("claims of deleted pods still there after 60 s")
-                    time.sleep(0.05)
-        finally:
-            wall = time.monotonic() - t0
-            cpu1 = cpu_by_component(cluster)
-            informer.stop()
-            claims.stop()
-        out["cpuMillisecondsPerPod"] = {k: round(1000 * (cpu1[k] - cpu0.get(k, 0.0)) / args.pods, 1) for k in cpu1}
-        out["podsWallSeconds"] = wall
-        lat = [running[n] - created[n] for n in created]
-        out["podRunningSeconds"] = {"n": len(lat), "p50": pct(lat, 50), "p90": pct(lat, 90), "max": max(lat)}
-        out["podPhasesSeconds"] = (phases(created, claimed, bound, running, cluster.real.nodes["node-1"], ns)
-                                   if runtime == "fake" else {})
-        # the kubelet retries a failed prepare after its pod-worker backoff: say how often and why
-        failed = [e for e in kube.request("GET", f"/api/v1/namespaces/{ns}/events")["items"]
-                  if e.get("reason") == "FailedPrepareDynamicResources"]
-        out["failedPrepareEvents"] = {"pods": len({(e.get("involvedObject") or {}).get("name") for e in failed}),
-                                      "first": (failed[0].get("message") or "")[:300] if failed else None}
+        for batch in args.batch:
+            log(f"{args.pods} pods, {batch} at a time ...")
+            out.setdefault("pods", {})[str(batch)] = pods_at(cluster, kube, f"{ns}-{batch}", batch, args.pods)
         rss = {}
         for name in sorted(cluster.real.nodes):
             node = cluster.real.nodes[name]
@@ -333,7 +377,8 @@ def main() -> int:
     ap.add_argument("--runtimes", default="containerd,fake", help="node runtimes to measure, comma-separated")
     ap.add_argument("--nodes", type=int, default=3)
     ap.add_argument("--pods", type=int, default=50)
-    ap.add_argument("--batch", type=int, default=5)
+    ap.add_argument("--batch", default="1,5", type=lambda v: [int(x) for x in v.split(",") if x],
+                    help="pods created at a time, comma-separated: a figure set each (default: 1,5)")
     ap.add_argument("--skip-suites", action="store_true")
     ap.add_argument("--node-authorizer-only", action="store_true",
                     help="no RBAC read of ResourceClaims for kubelets (realnodes.CLAIM_READ_ROLE): kubelets race the "
@@ -357,28 +402,33 @@ def main() -> int:
         print(json.dumps(figures, indent=2))
         return 0 if args.skip_suites or (figures["suites-agent"]["exit"] == 0
                                          and figures["suites-kubelet"]["exit"] == 0) else 1
-    print(f"{'runtime':12} {'node Ready median':>18} {'pod p50':>8} {'pod p90':>8} {'RSS/node (kubelet+runtime)':>27}")
+    print(f"{'runtime':12} {'node Ready median':>18} {'pods at a time':>15} {'pod p50':>8} {'pod p90':>8} "
+          f"{'RSS/node (kubelet+runtime)':>27}")
     for runtime, col in columns.items():
         rss = col["rssMiBPerNode"]
-        print(f"{runtime:12} {statistics.median(col['nodeReadySeconds']):16.2f} s {col['podRunningSeconds']['p50']:6.3f} s "
-              f"{col['podRunningSeconds']['p90']:6.3f} s {max(rss.values()):20.1f} MiB max")
+        for batch, figs in col["pods"].items():
+            print(f"{runtime:12} {statistics.median(col['nodeReadySeconds']):16.2f} s {batch:>15} "
+                  f"{figs['podRunningSeconds']['p50']:6.3f} s {figs['podRunningSeconds']['p90']:6.3f} s "
+                  f"{max(rss.values()):20.1f} MiB max")
     for runtime, figures_rt in columns.items():
         print(f"--- {runtime}")
         r = figures_rt["nodeReadySeconds"]
         print(f"node Ready after start: {', '.join(f'{x:.2f}' for x in r)} s (median {statistics.median(r):.2f} s)")
-        p = figures_rt["podRunningSeconds"]
-        print(f"pod create -> Running over {p['n']} pods ({args.batch} at a time): p50 {p['p50']:.3f} s, "
-              f"p90 {p['p90']:.3f} s, max {p['max']:.3f} s")
-        for phase, why in PHASES:
-            q = figures_rt["podPhasesSeconds"].get(phase)
-            if q:
-                print(f"  {phase:9} p50 {q['p50']:.3f} s, p90 {q['p90']:.3f} s  ({why})")
-        c = figures_rt["cpuMillisecondsPerPod"]
-        print(f"CPU per pod, {sum(c.values()):.0f} ms in all ({figures_rt['podsWallSeconds']:.1f} s wall for the pods): "
-              + ", ".join(f"{k} {v:.0f}" for k, v in sorted(c.items(), key=lambda kv: -kv[1])))
-        f = figures_rt["failedPrepareEvents"]
-        if f["pods"]:
-            print(f"  {f['pods']} of them waited for the kubelet's retry after FailedPrepareDynamicResources: {f['first']}")
+        for batch, figs in figures_rt["pods"].items():
+            p = figs["podRunningSeconds"]
+            print(f"pod create -> Running over {p['n']} pods ({batch} at a time): p50 {p['p50']:.3f} s, "
+                  f"p90 {p['p90']:.3f} s, max {p['max']:.3f} s")
+            for phase, why in PHASES:
+                q = figs["podPhasesSeconds"].get(phase)
+                if q:
+                    print(f"  {phase:9} p50 {q['p50']:.3f} s, p90 {q['p90']:.3f} s  ({why})")
+            c = figs["cpuMillisecondsPerPod"]
+            print(f"  CPU per pod, {sum(c.values()):.0f} ms in all ({figs['podsWallSeconds']:.1f} s wall for the pods): "
+                  + ", ".join(f"{k} {v:.0f}" for k, v in sorted(c.items(), key=lambda kv: -kv[1])))
+            f = figs["failedPrepareEvents"]
+            if f["pods"]:
+                print(f"  {f['pods']} of them waited for the kubelet's retry after FailedPrepareDynamicResources: "
+                      f"{f['first']}")
         print(f"RSS per node (kubelet + {runtime}): " + ", ".join(f"{n} {v} MiB" for n, v in figures_rt["rssMiBPerNode"].items()))
     if not args.skip_suites:
         a, k = figures["suites-agent"], figures["suites-kubelet"]

@@ -16,7 +16,8 @@ Small Go modules live next to this file (their go.mod and go.sum are committed):
 - ``runcbin``: runc with seccomp (cgo: a C compiler, ``pkg-config`` and Debian's
   ``libseccomp-dev``; containerd gives every sandbox the RuntimeDefault seccomp profile);
 - ``podnet``: drakit's own pod-network CNI plugin (Go source in the project: a veth pair with both
-  ends inside the pod's network namespace) and the CNI ``host-local`` and ``loopback`` plugins;
+  ends inside the pod's network namespace) and the CNI ``host-local`` IPAM plugin (containerd
+  sets a pod's ``lo`` up itself);
 - ``dracaller``: drakit's own benchmark caller of a DRA plugin's socket (Go source in the
   project, on ``k8s.io/kubelet``'s DRA API and gRPC-Go, calling as the kubelet does), used by
   ``benchmarks/bench_grpc.py``; no cluster needs it.
@@ -205,9 +206,7 @@ GROUPS: tuple[Group, ...] = (
         HERE / "podnet",
         (Binary("podnet", ".", (), r"^drakit-podnet \d+\.\d+\.\d+$"),
          Binary("host-local", "github.com/containernetworking/plugins/plugins/ipam/host-local", (),
-                rf"host-local.*{re.escape(CNI_PLUGINS_VERSION)}"),
-         Binary("loopback", "github.com/containernetworking/plugins/plugins/main/loopback", (),
-                rf"loopback.*{re.escape(CNI_PLUGINS_VERSION)}")),
+                rf"host-local.*{re.escape(CNI_PLUGINS_VERSION)}")),
         _cni_ldflags,
     ),
     Group(
@@ -223,7 +222,7 @@ BINARY_NAMES: tuple[str, ...] = tuple(b.name for g in GROUPS for b in g.binaries
 NODE_BINARIES: tuple[str, ...] = ("kubelet", "fakecri")
 #: The real container runtime of the kubelet nodes (containerd + runc, CNI plugins).
 RUNTIME_BINARIES: tuple[str, ...] = ("containerd", "containerd-shim-runc-v2", "ctr", "runc", "podnet",
-                                     "host-local", "loopback")
+                                     "host-local")
 #: Tools built alongside that no cluster runs (the benchmark caller).
 TOOL_BINARIES: tuple[str, ...] = ("dracaller",)
 #: What a cluster with real kubelet nodes needs.

@@ -52,7 +52,7 @@ CDI_DIR = "/var/run/cdi"
 #: NRI's conventional socket, inside the node's namespace.
 NRI_SOCKET = "/var/run/nri/nri.sock"
 #: The CNI plugins a node's pods use (built by clusters/local/build.py, group podnet).
-CNI_PLUGINS = ("podnet", "host-local", "loopback")
+CNI_PLUGINS = ("podnet", "host-local")
 #: containerd plugins that would write outside the node's folders (``/opt/containerd``) or are
 #: of no use here.
 DISABLED_PLUGINS = ("io.containerd.internal.v1.opt", "io.containerd.tracing.processor.v1.otlp",
@@ -114,6 +114,8 @@ disabled_plugins = {_toml_list(DISABLED_PLUGINS)}
     bin_dirs = {_toml_list([str(d / "cni-bin")])}
     conf_dir = {_toml_str(str(d / "cni"))}
     max_conf_num = 1
+    # containerd sets the pod's lo up itself: one CNI plugin process less per sandbox and teardown
+    use_internal_loopback = true
 
 [plugins."io.containerd.grpc.v1.cri"]
   stream_server_address = "127.0.0.1"

@@ -33,8 +33,8 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPars
     up = sub.add_parser(
         "up", help="start a cluster with the fake drivers' nodes and print its kubeconfig",
         description="local (default): etcd, kube-apiserver, kube-controller-manager, kube-scheduler 1.37.2 "
-                    "and kwok on 127.0.0.1, plus --nodes real kubelet nodes (kubelet 1.37.2 over drakit's fake CRI, "
-                    "each in a private mount namespace; needs root, else kwok nodes only) named node-1, node-2, ... "
+                    "and kwok on 127.0.0.1, plus --nodes real kubelet nodes (kubelet 1.37.2 over containerd + runc, or "
+                    "drakit's fake CRI with --runtime fake; each in a private mount namespace; needs root, else kwok nodes only) named node-1, node-2, ... "
                     "with the fake hardware --hardware, each running the fake drivers of that hardware (registered "
                     "with the kubelet, publishing their ResourceSlices), the drivers' controller and DeviceClasses. "
                     "kind: a kind cluster with the fake driver installed (needs Docker).")

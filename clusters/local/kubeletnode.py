@@ -1,4 +1,5 @@
-"""Real kubelet nodes for the local cluster: an unmodified v1.37.2 kubelet over drakit's fake CRI.
+"""Real kubelet nodes for the local cluster: an unmodified v1.37.2 kubelet over containerd + runc
+(``clusters.local.containerd``, the default as root) or over drakit's fake CRI (described here).
 
 Per node (``KubeletNode``), two processes:
 

@@ -9,10 +9,10 @@ Two nodes, ``drakit-driver-1`` and ``-2``. On each, the driver's kubelet plugin 
   profile's first shape) in-process, its
   slices published through the API as the fake driver's controller side does.
 
-Each node is a real kubelet 1.37.2 over drakit's fake CRI (``clusters.local.kubeletnode``):
-the kubelet registers the plugin from its ``plugins_registry``, prepares and unprepares claims
-itself, and the fake CRI records what each container got (the CDI devices resolved in the
-node's CDI folder). Where real kubelets cannot run (not root), the node is a kwok node with
+Each node is a real kubelet 1.37.2 (``clusters.local.kubeletnode``) over containerd + runc (as
+root) or drakit's fake CRI (``--runtime fake``): the kubelet registers the plugin from its
+``plugins_registry``, prepares and unprepares claims itself, and the runtime runs the containers
+(containerd, with CDI and NRI) or records what each got (the fake CRI). Where real kubelets cannot run (not root), the node is a kwok node with
 drakit's node agent (``clusters.nodeagent``: the kubelet's DRA role) instead. ``describe()`` says
 which it is.
 """
@@ -32,7 +32,8 @@ from .driverreads import build_version
 
 COUNT = 2
 AGENT_SIDE = "drakit node agent (the kubelet's DRA role) on kwok nodes"
-KUBELET_SIDE = "real kubelet v1.37.2 over drakit's fake CRI"
+KUBELET_SIDE = "real kubelet v1.37.2 over {runtime}"
+RUNTIME_NAMES = {"containerd": "containerd + runc", "fake": "drakit's fake CRI"}
 REGISTERED = "Registered DRA plugin"  # the kubelet's log line (dra_plugin_manager, -v 3)
 
 
@@ -345,7 +346,10 @@ class DriverNodes(NodeReads):
         how = "vendor plugin from the profile's command template" if self.dut.plugin is not None else \
             "drakit's fake driver" if self.vendor.fake else "not started (the profile gives no plugin command)"
         out = {"names": sorted(self.nodes), "plugin": how,
-               "nodeSide": KUBELET_SIDE if getattr(self, "real", False) else AGENT_SIDE}
+               "nodeSide": AGENT_SIDE}
+        if getattr(self, "real", False):
+            runtime = getattr(self.target.cluster, "node_runtime", "fake")
+            out["nodeSide"] = KUBELET_SIDE.format(runtime=RUNTIME_NAMES.get(runtime, runtime))
         if self.programs:
             out["programs"] = dict(self.programs)
         if self.controller is not None:

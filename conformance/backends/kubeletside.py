@@ -1,7 +1,8 @@
 """The cluster backend's node side on drakit's local cluster with real kubelet nodes.
 
 A case node with fake hardware (a ``shape``, and no ``allocatable`` of its own) is a real
-kubelet 1.37.2 over drakit's fake CRI (``clusters.local.kubeletnode``): the kubelet creates and
+kubelet 1.37.2 (``clusters.local.kubeletnode``) over containerd + runc, or drakit's fake CRI with
+``--runtime fake``: the kubelet creates and
 owns its Node, registers the fake drivers' plugins (served in-process by a
 :class:`clusters.nodeagent.LocalNode` without agent, in the kubelet's ``plugins_registry``),
 calls NodePrepareResources / NodeUnprepareResources itself and passes the CDI device IDs to

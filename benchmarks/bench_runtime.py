@@ -43,7 +43,21 @@ def one_run(runtime: str, workers: str, paths: list[str], out: Path) -> dict[str
                           f"{((c.get('failure') or {}).get('summary') or '')[:300]}"
                           for c in results.get("cases") or [] if c.get("status") in ("failed", "error")],
             "nodeSide": ((results["environment"]["backends"].get("cluster") or {}).get("nodeSide") or {})
-            .get("containerRuntime")}
+            .get("containerRuntime"),
+            "caseSeconds": {f"{c['id']} [{c.get('backend')}]": float(c.get("durationSeconds") or 0.0)
+                            for c in results.get("cases") or []}}
+
+
+def slowest_differences(runs: list[dict[str, Any]], top: int = 12) -> list[tuple[str, float, float]]:
+    """The cases whose median duration grew most from the fake CRI to containerd: (case, fake,
+    containerd) seconds, largest difference first."""
+    per: dict[str, dict[str, list[float]]] = {}
+    for run in runs:
+        for case, secs in (run.get("caseSeconds") or {}).items():
+            per.setdefault(case, {}).setdefault(run["runtime"], []).append(secs)
+    rows = [(case, statistics.median(d["fake"]), statistics.median(d["containerd"]))
+            for case, d in per.items() if "fake" in d and "containerd" in d]
+    return sorted(rows, key=lambda r: r[1] - r[2])[:top]
 
 
 def main() -> int:
@@ -74,6 +88,11 @@ def main() -> int:
                   f"({run.get('nodeSide')})")
         print(f"median: fake {med['fake']:.1f} s, containerd {med['containerd']:.1f} s; "
               f"ratio containerd / fake {figures['ratioContainerdOverFake']:.2f}")
+        rows = slowest_differences(runs)
+        if rows:
+            print("cases that took longer on containerd than on the fake CRI (median seconds, set-up to clean-up):")
+            for case, fake, ctrd in rows:
+                print(f"  {ctrd - fake:+6.2f} s  fake {fake:6.2f} s, containerd {ctrd:6.2f} s  {case}")
     return 0 if all(r["verdict"] == "pass" for r in runs) else 1
 
 

@@ -425,8 +425,14 @@ class KubeletNode:
         return self.start_kubelet()
 
     def stop(self) -> None:
-        order = [self.procs[r] for r in ("kubelet", "containerd", "fakecri") if r in self.procs]
+        order = [self.procs[r] for r in ("kubelet", "fakecri") if r in self.procs]
         procs.stop(order, popen=self._popen)
+        if "containerd" in self.procs:
+            # The node goes with it: containerd is its PID namespace's first process, so a SIGKILL
+            # takes every shim and container along at once (the kernel kills the namespace and
+            # waits for it), its mounts and network namespaces go with its mount namespace, and
+            # its folders are removed. Its graceful shutdown took 1.7-1.9 s a node, for nothing.
+            procs.stop([self.procs["containerd"]], timeout=0, popen=self._popen)
         self.procs.clear()
         self._pid1 = None
         if self.containerd is not None:

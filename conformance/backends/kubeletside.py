@@ -197,6 +197,7 @@ class KubeletNodeSide:
         metadata = needs_device_metadata(case)
         quiet = not runs_pods(case)
         started, self._started = self._started, {}
+        pending: list[tuple[str, dict[str, str], Any, bool]] = []
         if started:  # the run's first case here: the kubelets the cluster started for it
             wanted = dict(kubelet_nodes_of(case))
             for name in [n for n, labels in started.items() if wanted.get(n) != labels]:
@@ -228,10 +229,44 @@ class KubeletNodeSide:
                     raise HarnessError(f"the real kubelet node {spec.name} cannot be reset: {exc}") from None
                 continue
             self._drop(spec.name)
-            self._nodes[spec.name] = _Running(key, self._start(spec.name, labels, inv, metadata))
+            self._nodes[spec.name] = _Running(key, self._begin(spec.name, labels, inv, metadata))
+            pending.append((spec.name, labels, inv, metadata))
             self.starts += 1
             self.used.add(spec.name)
+        self._wait_started(pending)
         return names
+
+    def _begin(self, name: str, labels: dict[str, str], inv: Any, metadata: bool) -> LocalNode:
+        """A new kubelet node and its plugins, started without waiting for it to be Ready
+        (:meth:`_wait_started` waits for all the case's new nodes together: they start in
+        parallel). The plugins start as soon as the kubelet's process does (its plugin watcher
+        finds their sockets when it starts), so their registration overlaps the kubelet's start."""
+        try:
+            kn = self.cluster.add_kubelet_node(name, labels, wait=False)
+        except Exception:  # noqa: BLE001 - started again by _wait_started, with add_kubelet_node's retries
+            return self._start(name, labels, inv, metadata)
+        return self._plugins(kn, inv, metadata)
+
+    def _wait_started(self, pending: list[tuple[str, dict[str, str], Any, bool]]) -> None:
+        """Wait until the nodes :meth:`_begin` started are Ready; one that is not is started
+        again (:meth:`_start`: ``add_kubelet_node``'s retries)."""
+        if not pending:
+            return
+        try:
+            self.cluster.wait_kubelet_nodes([name for name, *_ in pending])
+            return
+        except Exception:  # noqa: BLE001 - which one failed is found below, node by node
+            pass
+        for name, labels, inv, metadata in pending:
+            try:
+                self.cluster.wait_kubelet_nodes([name])
+                continue
+            except Exception:  # noqa: BLE001 - started again, with add_kubelet_node's retries
+                pass
+            running = self._nodes[name]
+            running.local.stop()
+            self.cluster.remove_kubelet_node(name)
+            running.local = self._start(name, labels, inv, metadata)
 
     def _start(self, name: str, labels: dict[str, str], inv: Any, metadata: bool) -> LocalNode:
         """A new kubelet node with the plugins of ``inv``. The plugins start as soon as the

@@ -14,7 +14,10 @@ def plugin_problem(args: Any) -> str | None:
     """One line for ``drakit run`` (``args``: its options), or None."""
     from drakit.fake_driver.profile import ProfileError, load_vendor_profile
     profile_path = str(args.vendor)
-    runtime = args.runtime or os.environ.get("DRAKIT_RUNTIME") or "fake"
+    from drakit.clusters.local import kubeletnode
+    unavailable = kubeletnode.unavailable_reason()  # then kwok nodes: no runtime at all
+    runtime = (args.runtime or os.environ.get("DRAKIT_RUNTIME") or kubeletnode.default_runtime(unavailable)
+               if unavailable is None else None)
     try:
         profile = load_vendor_profile(profile_path)
     except ProfileError:

@@ -145,16 +145,22 @@ def test_run_says_in_one_line_before_any_cluster_why_the_plugin_cannot_start(tmp
               "    command: ['{binary}']\n    binary: $DK_TEST_PLUGIN\n    needs: [nri]\n")
     suite = ROOT / "conformance" / "suites" / "driver"
 
-    def run(runtime: str, **env: str) -> subprocess.CompletedProcess[str]:
+    def run(runtime: str | None, **env: str) -> subprocess.CompletedProcess[str]:
         base = {k: v for k, v in os.environ.items() if k not in ("DK_TEST_PLUGIN", "DRAKIT_RUNTIME")}
+        asked = ["--runtime", runtime] if runtime else []
         return subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "run", "--backend", "cluster", "--cluster",
-                               "local", "--runtime", runtime, "--vendor", str(p), str(suite), "--out", str(tmp_path / "o")],
+                               "local", *asked, "--vendor", str(p), str(suite), "--out", str(tmp_path / "o")],
                               capture_output=True, text=True, timeout=120, env={**base, **env})
     fake = run("fake")
     assert fake.returncode == 2 and fake.stderr.count("\n") == 1, fake.stderr
     assert "needs NRI" in fake.stderr and "the fake runtime has none: run it on containerd nodes" in fake.stderr
     unset = run("containerd")
     assert unset.returncode == 2 and "the environment variable DK_TEST_PLUGIN is not set" in unset.stderr, unset.stderr
+    default = run(None)  # the default runtime: containerd as root (then the program is what is missing)
+    if os.geteuid() == 0:
+        assert default.returncode == 2 and "DK_TEST_PLUGIN is not set" in default.stderr, default.stderr
+    else:  # kwok nodes with drakit's node agent: no runtime at all
+        assert default.returncode == 2 and "kwok nodes" in default.stderr, default.stderr
     missing = run("containerd", DK_TEST_PLUGIN=str(tmp_path / "nothing"))
     assert missing.returncode == 2 and f"no such program ({tmp_path / 'nothing'})" in missing.stderr, missing.stderr
     assert not (tmp_path / "o").exists()  # nothing started, nothing written

@@ -43,13 +43,13 @@ def _cluster() -> None:
         skip_or_fail(reason)
 
 
-def run(tmp_path: Path, profile: str, env: dict[str, str]) -> tuple[dict[str, Any], str, float]:
+def run(tmp_path: Path, profile: str, env: dict[str, str], workers: int = 0) -> tuple[dict[str, Any], str, float]:
     out = tmp_path / "out"
     t0 = time.monotonic()
     res = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "run", "--backend", "cluster", "--cluster",
-                          "local", "--runtime", "containerd", "--vendor", str(ROOT / "examples" / profile), str(SUITE),
-                          "--out", str(out), "--plain"], cwd=tmp_path, capture_output=True, text=True, timeout=1500,
-                         env={**os.environ, **env})
+                          "local", "--runtime", "containerd", "-n", str(workers), "--vendor", str(ROOT / "examples" / profile),
+                          str(SUITE), "--out", str(out), "--plain"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=1500, env={**os.environ, **env})
     wall = time.monotonic() - t0
     assert (out / "results.json").exists(), res.stdout[-3000:] + res.stderr[-2000:]
     return json.loads((out / "results.json").read_text()), res.stdout + res.stderr, wall
@@ -68,8 +68,8 @@ def evidence(case: dict[str, Any]) -> str:
 
 def test_dra_driver_cpu_in_both_modes(tmp_path: Path) -> None:
     binary = program("DRA_DRIVER_CPU_BIN", "dracpu", "github.com/kubernetes-sigs/dra-driver-cpu", "./cmd/dracpu")
-    results, text, wall = run(tmp_path, "dra-driver-cpu.yaml", {"DRA_DRIVER_CPU_BIN": binary})
-    print(f"dra-driver-cpu, driver suite in two configurations, cluster start included: {wall:.1f} s")
+    results, text, wall = run(tmp_path, "dra-driver-cpu.yaml", {"DRA_DRIVER_CPU_BIN": binary}, workers=2)
+    print(f"dra-driver-cpu, driver suite in two configurations side by side (-n 2), cluster start included: {wall:.1f} s")
     bad = non_passes(results)
     # dra.cpu refuses a claim shared by a second pod by design (pkg/store/claim_tracker.go: "No
     # claims can be shared by containers or pods"): its NRI hook fails the container's creation

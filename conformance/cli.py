@@ -289,7 +289,7 @@ def _run(args: argparse.Namespace) -> int:
         return run_in_cluster(args)
     import pytest
     from .interrupt import INTERRUPTS
-    from .results import ProgressReporter, progress_mode
+    from .progress import ProgressReporter, progress_mode
     problem = _check_run_options(args)
     if problem:
         print(f"drakit run: {problem}", file=sys.stderr)

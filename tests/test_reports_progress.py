@@ -1,4 +1,4 @@
-"""Tests for the progress display of ``drakit run`` (``conformance.results.ProgressReporter``),
+"""Tests for the progress display of ``drakit run`` (``conformance.progress.ProgressReporter``),
 fed with hand-made pytest reports, as the xdist controller receives them."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from drakit.conformance.results import ProgressReporter, progress_mode
+from drakit.conformance.progress import ProgressReporter, progress_mode
 
 
 def report(n: int, status: str, when: str = "call", *, cid: str | None = None,

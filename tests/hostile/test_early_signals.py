@@ -10,6 +10,7 @@ read from ``/proc/PID/status``."""
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 from pathlib import Path
@@ -75,3 +76,31 @@ def test_an_early_signal_still_writes_an_honest_incomplete_run(tmp_path: Path, s
     assert finished + reason["count"] == _selection(), reason["message"]
     assert f"drakit: wrote {tmp_path / 'out' / 'results.json'}" in got.stdout, got.explain()
     assert f"drakit: interrupted by {sig.name}: verdict incomplete" in got.stderr, got.explain()
+
+
+def test_a_signal_that_ends_the_session_start_still_writes_the_run(tmp_path: Path) -> None:
+    """The CI variant of the ``-n4-group`` moment: Ctrl-C killed an xdist worker while xdist set
+    its workers up inside pytest's session start, which ended with an EOFError. pytest runs no
+    ``pytest_sessionfinish`` for a session that did not start, and the run left no results.json.
+    Made certain here by a plugin that signals the run and fails its session start the same way."""
+    import os
+    import subprocess
+    import sys
+    (tmp_path / "startfails.py").write_text(
+        "import os, signal, time\n"
+        "def pytest_sessionstart(session):\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    time.sleep(0.2)\n"
+        "    raise EOFError('expected 1 bytes, got 0')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH")) if p),
+           "PYTEST_PLUGINS": "startfails"}
+    out = tmp_path / "out"
+    got = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "run", str(SUITES / "core"), "--out", str(out)],
+                         capture_output=True, text=True, timeout=120, env=env)
+    text = got.stdout + got.stderr
+    assert got.returncode == EXIT[signal.SIGINT] and "Traceback" not in text, text[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    assert results["verdict"]["result"] == "incomplete"
+    assert [r for r in results["verdict"]["reasons"] if r["code"] == "interrupted" and r["signal"] == "SIGINT"], results["verdict"]
+    assert (out / "junit.xml").exists() and (out / "report.html").exists()
+    assert "drakit: interrupted by SIGINT: verdict incomplete" in got.stderr, text[-3000:]

@@ -96,6 +96,8 @@ class DriverNodes(NodeReads):
         # short whatever TMPDIR is (Unix socket paths): n<i>/registry/<driver>-reg.sock, n<i>/plugins/<driver>/dra.sock
         self.root = socket_dir("drakit-drv-", len(f"/n{COUNT}/registry/{self.dut.driver}-reg.sock") + 1,
                                "the driver's node sockets")
+        from drakit.clusters.leftovers import claim
+        claim(self.root)  # a killed run's folder is found and removed by the next run
         labels = {"drakit.dev/driver-under-test": "true"}
         try:
             for i in range(1, COUNT + 1):

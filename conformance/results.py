@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 
-
 from .features import FEATURES
 from .interrupt import INTERRUPTS
 

@@ -198,6 +198,7 @@ class KubeletNodeSide:
         quiet = not runs_pods(case)
         started, self._started = self._started, {}
         pending: list[tuple[str, dict[str, str], Any, bool]] = []
+        keys: dict[str, tuple[Any, ...]] = {}
         if started:  # the run's first case here: the kubelets the cluster started for it
             wanted = dict(kubelet_nodes_of(case))
             for name in [n for n, labels in started.items() if wanted.get(n) != labels]:
@@ -229,65 +230,55 @@ class KubeletNodeSide:
                     raise HarnessError(f"the real kubelet node {spec.name} cannot be reset: {exc}") from None
                 continue
             self._drop(spec.name)
-            self._nodes[spec.name] = _Running(key, self._begin(spec.name, labels, inv, metadata))
             pending.append((spec.name, labels, inv, metadata))
+            keys[spec.name] = key
             self.starts += 1
             self.used.add(spec.name)
-        self._wait_started(pending)
+        for name, local in self._start_all(pending).items():
+            self._nodes[name] = _Running(keys[name], local)
         return names
 
-    def _begin(self, name: str, labels: dict[str, str], inv: Any, metadata: bool) -> LocalNode:
-        """A new kubelet node and its plugins, started without waiting for it to be Ready
-        (:meth:`_wait_started` waits for all the case's new nodes together: they start in
-        parallel). The plugins start as soon as the kubelet's process does (its plugin watcher
-        finds their sockets when it starts), so their registration overlaps the kubelet's start."""
-        try:
-            kn = self.cluster.add_kubelet_node(name, labels, wait=False)
-        except Exception:  # noqa: BLE001 - started again by _wait_started, with add_kubelet_node's retries
-            return self._start(name, labels, inv, metadata)
-        return self._plugins(kn, inv, metadata)
-
-    def _wait_started(self, pending: list[tuple[str, dict[str, str], Any, bool]]) -> None:
-        """Wait until the nodes :meth:`_begin` started are Ready; one that is not is started
-        again (:meth:`_start`: ``add_kubelet_node``'s retries)."""
-        if not pending:
-            return
-        try:
-            self.cluster.wait_kubelet_nodes([name for name, *_ in pending])
-            return
-        except Exception:  # noqa: BLE001 - which one failed is found below, node by node
-            pass
-        for name, labels, inv, metadata in pending:
-            try:
-                self.cluster.wait_kubelet_nodes([name])
-                continue
-            except Exception:  # noqa: BLE001 - started again, with add_kubelet_node's retries
-                pass
-            running = self._nodes[name]
-            running.local.stop()
-            self.cluster.remove_kubelet_node(name)
-            running.local = self._start(name, labels, inv, metadata)
-
     def _start(self, name: str, labels: dict[str, str], inv: Any, metadata: bool) -> LocalNode:
-        """A new kubelet node with the plugins of ``inv``. The plugins start as soon as the
-        kubelet's process does (its plugin watcher finds their sockets when it starts), so their
-        registration overlaps the kubelet's start; if that start fails, the node is started
-        again as ``add_kubelet_node`` retries it, and the plugins after it."""
-        try:
-            kn = self.cluster.add_kubelet_node(name, labels, wait=False)
-            local = self._plugins(kn, inv, metadata)
+        """A new kubelet node with the plugins of ``inv``, Ready (:meth:`_start_all`)."""
+        return self._start_all([(name, labels, inv, metadata)])[name]
+
+    def _start_all(self, todo: list[tuple[str, dict[str, str], Any, bool]]) -> dict[str, LocalNode]:
+        """New kubelet nodes, each with the plugins of its hardware: started together, then waited
+        for together (they start in parallel). The plugins start as soon as the kubelet's process
+        does (its plugin watcher finds their sockets when it starts), so their registration
+        overlaps the kubelet's start. A node that does not start or become Ready is started
+        again with ``add_kubelet_node``'s retries, and its plugins after it."""
+        started: dict[str, LocalNode] = {}
+        for name, labels, inv, metadata in todo:
             try:
-                self.cluster.wait_kubelet_nodes([name])
-                return local
-            except Exception:  # noqa: BLE001 - started again below, with add_kubelet_node's retries
-                local.stop()
+                kn = self.cluster.add_kubelet_node(name, labels, wait=False)
+            except Exception:  # noqa: BLE001,S112 - started again below, with add_kubelet_node's retries
+                continue
+            started[name] = self._plugins(kn, inv, metadata)
+        ready: set[str] = set()
+        try:
+            if started:
+                self.cluster.wait_kubelet_nodes(list(started))
+            ready = set(started)
+        except Exception:  # noqa: BLE001 - which one failed is found node by node
+            for name in started:
+                try:
+                    self.cluster.wait_kubelet_nodes([name])
+                    ready.add(name)
+                except Exception:  # noqa: BLE001,S110 - started again below
+                    pass
+        for name, labels, inv, metadata in todo:
+            if name in ready:
+                continue
+            if name in started:
+                started[name].stop()
                 self.cluster.remove_kubelet_node(name)
-            kn = self.cluster.add_kubelet_node(name, labels)
-        except HarnessError:
-            raise
-        except Exception as exc:  # ClusterError: one line with the kubelet's log tail
-            raise HarnessError(f"the real kubelet node {name} cannot start: {exc}") from None
-        return self._plugins(kn, inv, metadata)
+            try:
+                kn = self.cluster.add_kubelet_node(name, labels)
+            except Exception as exc:  # ClusterError: one line with the kubelet's log tail
+                raise HarnessError(f"the real kubelet node {name} cannot start: {exc}") from None
+            started[name] = self._plugins(kn, inv, metadata)
+        return started
 
     def _adopt(self, name: str, labels: dict[str, str], inv: Any, metadata: bool) -> LocalNode:
         """The plugins of ``inv`` on the kubelet the cluster started early for this case, once it

@@ -24,6 +24,8 @@ import sys
 import threading
 from typing import Any, Iterator
 
+import pytest
+
 PHASES = ("start-up", "cases", "teardown")
 EXIT_CODES = {"SIGINT": 128 + signal.SIGINT, "SIGTERM": 128 + signal.SIGTERM}  # 130, 143
 
@@ -150,3 +152,49 @@ class Interrupts:
 
 
 INTERRUPTS = Interrupts()
+
+
+class WorkerStart:
+    """Ctrl-C while xdist starts its workers: a worker's Python is then importing execnet and
+    pytest, and a KeyboardInterrupt there prints a traceback (seen in CI). The controller blocks
+    SIGINT while it spawns them (the child inherits the mask, a signal stays pending, none is
+    lost); each worker unblocks it once drakit's handler is installed there (:func:`install_in`),
+    and the controller after its last spawn or at the end of the run."""
+
+    def __init__(self, interrupts: Interrupts) -> None:
+        self._interrupts = interrupts
+        self._left = 0
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_setupnodes(self, config: Any, specs: list[Any]) -> None:
+        self._left = len(specs)
+        if self._left:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_newgateway(self, gateway: Any) -> None:
+        self._left -= 1
+        if self._left <= 0:
+            self.unblock()
+
+    def pytest_unconfigure(self, config: Any) -> None:
+        self.unblock()  # a spawn that failed
+
+    def unblock(self) -> None:
+        self._left = 0
+        with self._interrupts.shield():  # a pending signal is recorded, never raised here
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def install_in(config: Any) -> None:
+    """drakit run's signal handling in this pytest process (``--drakit-handle-signals``). Ctrl-C
+    reaches xdist workers too: each holds it until it has collected all, and unblocks the SIGINT
+    its controller blocked while spawning it (:class:`WorkerStart`)."""
+    worker = hasattr(config, "workerinput")
+    INTERRUPTS.install(announce=not worker)
+    if worker:
+        INTERRUPTS.hold()
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # one held since the spawn arrives now
+    else:
+        config.pluginmanager.register(WorkerStart(INTERRUPTS), "drakit-worker-start")
+

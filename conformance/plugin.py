@@ -33,7 +33,7 @@ from .cases.runner import Outcome, run_case
 from .casedirs import pytest_collect_directory  # noqa: F401 - a hook of this plugin (the folder collector)
 from .errors import LoadError
 from .features import FEATURES, parse_gates
-from .interrupt import INTERRUPTS
+from .interrupt import INTERRUPTS, install_in
 from .results import ResultsCollector, bound_strings
 
 BACKEND_ORDER = ("reference", "cluster")
@@ -132,9 +132,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(ShardSelect(shard, config.getoption("--drakit-out")), "drakit-shard")
     config.stash[_BACKENDS] = {"names": [b for b in BACKEND_ORDER if b in backends], "gates": gates, "instances": {}}
     if config.getoption("--drakit-handle-signals"):
-        INTERRUPTS.install(announce=not hasattr(config, "workerinput"))
-        if hasattr(config, "workerinput"):  # Ctrl-C reaches the workers too: each collects all first
-            INTERRUPTS.hold()
+        install_in(config)
     if not hasattr(config, "workerinput"):
         os.environ.pop("PYTEST_XDIST_WORKER", None)  # inherited from a test worker that started this run
         collector = ResultsCollector(config, gates=gates, backends=config.stash[_BACKENDS]["names"], vendor=vendor,

@@ -104,3 +104,51 @@ def test_a_signal_that_ends_the_session_start_still_writes_the_run(tmp_path: Pat
     assert [r for r in results["verdict"]["reasons"] if r["code"] == "interrupted" and r["signal"] == "SIGINT"], results["verdict"]
     assert (out / "junit.xml").exists() and (out / "report.html").exists()
     assert "drakit: interrupted by SIGINT: verdict incomplete" in got.stderr, text[-3000:]
+
+
+def test_ctrl_c_while_a_worker_starts_prints_no_traceback(tmp_path: Path) -> None:
+    """Ctrl-C reached an xdist worker whose Python was importing execnet (CI): a KeyboardInterrupt
+    traceback on the user's console. Made certain here: a worker's Python start takes a second
+    (a ``sitecustomize`` that sleeps, in the workers only), and the whole process group gets
+    SIGINT as soon as that Python handles SIGINT. The worker gets it once drakit's handler is in
+    there, and the run ends as usual."""
+    import os
+    import subprocess
+    import sys
+    (tmp_path / "sitecustomize.py").write_text(
+        "import os, time\n"
+        "if os.environ.get('DRAKIT_TEST_SLOW_START'):\n"
+        "    time.sleep(1.0)\n")
+    (tmp_path / "ctrlc_at_spawn.py").write_text(
+        "import os, signal, threading, time\n"
+        "from pathlib import Path\n"
+        "def _starting_child():\n"
+        "    for p in Path('/proc').iterdir():\n"
+        "        try:\n"
+        "            status = (p / 'status').read_text()\n"
+        "        except OSError:\n"
+        "            continue\n"
+        "        f = dict(l.split(':', 1) for l in status.splitlines() if ':' in l)\n"
+        "        if f.get('PPid', '').strip() == str(os.getpid()) and int(f['SigCgt'], 16) >> (signal.SIGINT - 1) & 1:\n"
+        "            return True\n"
+        "    return False\n"
+        "def _ctrl_c():\n"
+        "    deadline = time.monotonic() + 20\n"
+        "    while not _starting_child() and time.monotonic() < deadline:\n"
+        "        time.sleep(0.002)\n"
+        "    os.killpg(os.getpgrp(), signal.SIGINT)\n"
+        "def pytest_xdist_setupnodes(config, specs):\n"
+        "    os.environ['DRAKIT_TEST_SLOW_START'] = '1'\n"
+        "    threading.Thread(target=_ctrl_c, daemon=True).start()\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH")) if p),
+           "PYTEST_PLUGINS": "ctrlc_at_spawn", "NO_COLOR": "1"}
+    out = tmp_path / "out"
+    got = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "run", str(SUITES / "core"), "-n", "1",
+                          "--out", str(out), "--plain"],
+                         capture_output=True, text=True, timeout=120, env=env, start_new_session=True)
+    text = got.stdout + got.stderr
+    assert got.returncode == EXIT[signal.SIGINT], text[-3000:]
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text, text[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    assert results["verdict"]["result"] == "incomplete"
+    assert "drakit: interrupted by SIGINT: verdict incomplete" in got.stderr, text[-3000:]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -57,6 +58,10 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPars
         choices=("on-bind", "prepared"),
         help="kwok pod behaviour: Running on bind, or Running once the node agent marks claims prepared",
     )
+    up.add_argument("--load-image", action="append", default=[], metavar="ARCHIVE",
+                    help="local: import this image archive (OCI layout or docker save tar) into every containerd "
+                         "kubelet node, for pods of your own (a driver's DaemonSet, drakit run --in-cluster); "
+                         "repeatable; 'drakit' is drakit's own image (built by 'drakit image build', here if needed)")
     up.add_argument("--timeout", type=float, default=None,
                     help="seconds to wait for each component (default: 180 local, 600 kind)")
     kind = up.add_argument_group("kind provider (needs a running Docker engine and kind on PATH)")
@@ -181,6 +186,11 @@ def _up(args: argparse.Namespace) -> int:
     except (KeyError, ValueError) as e:
         print(f"drakit cluster: --hardware: {e}", file=sys.stderr)
         return EXIT_USAGE
+    try:
+        node_images = _node_images(args)
+    except ValueError as e:
+        print(f"drakit cluster: --load-image: {e}", file=sys.stderr)
+        return EXIT_USAGE
     launcher.install_sigterm_as_exit()
     cluster = launcher.LocalCluster(
         args.run_dir,
@@ -192,6 +202,7 @@ def _up(args: argparse.Namespace) -> int:
         progress=lambda m: print(f"cluster: {m}", flush=True),
         kubelet_nodes=[(inv.node_name, inv.node_labels()) for inv in inventories],
         runtime=args.runtime,
+        node_images=node_images,
     )
     try:
         cluster.up()
@@ -220,6 +231,38 @@ def _up(args: argparse.Namespace) -> int:
     rd = "" if args.run_dir is None else f" --run-dir {shlex.quote(str(args.run_dir))}"
     print(f"stop with: drakit cluster down{rd}")
     return EXIT_OK
+
+
+def _node_images(args: argparse.Namespace) -> list[Path]:
+    """The archives of ``--load-image``, checked (each names an image) before the cluster starts;
+    ``ValueError`` says which one is wrong and why."""
+    if not args.load_image:
+        return []
+    from drakit.clusters.images.oci import archive_refs
+    from drakit.clusters.local import kubeletnode
+    named: dict[str, tuple[Path, list[str]]] = {}
+    for value in args.load_image:
+        if value != "drakit":
+            path = Path(value).expanduser()
+            if not path.is_file():
+                raise ValueError(f"{value}: no such file" if not path.exists() else f"{value}: not a file")
+            named[value] = (path, archive_refs(path))
+    reason = kubeletnode.unavailable_reason()
+    runtime = args.runtime or os.environ.get("DRAKIT_RUNTIME") or kubeletnode.default_runtime(reason)
+    if reason is not None or runtime != kubeletnode.CONTAINERD or args.nodes == 0:
+        why = reason or ("--nodes 0 starts none" if args.nodes == 0 else f"the nodes' runtime is {runtime}")
+        raise ValueError(f"images are imported into kubelet nodes on containerd, and {why}")
+    if "drakit" in args.load_image:
+        from drakit.clusters.images import build_images
+        from drakit.clusters.images.build import ImageBuildError
+        try:
+            (built,) = build_images(lambda m: print(f"cluster: {m}", flush=True), which=("driver",))
+        except ImageBuildError as e:
+            raise ValueError(f"drakit's image cannot be built: {e}") from None
+        named["drakit"] = (built.path, [built.ref])
+    for path, refs in named.values():
+        print(f"cluster: every node imports {', '.join(refs)} ({path})", flush=True)
+    return [path for path, _ in named.values()]
 
 
 def _down(args: argparse.Namespace) -> int:

@@ -263,3 +263,37 @@ def read_archive(path: Path) -> dict[str, Any]:
         config = json.loads(blob("blobs/sha256/" + manifest["config"]["digest"].split(":")[1]))
         return {"ref": desc["annotations"][ANN_NAME], "digest": desc["digest"], "config": config,
                 "manifest": manifest, "members": sorted(members)}
+
+
+def archive_refs(path: Path, *, max_json: int = 1 << 20) -> list[str]:
+    """The image references an archive a user gives names (OCI layout: its index's
+    ``io.containerd.image.name`` or ref annotations; ``docker save``: its RepoTags), to check the
+    archive before a node imports it. Raises ``ValueError`` (one line) when it is no image archive."""
+    try:
+        with tarfile.open(path) as tar:
+            found: dict[str, Any] = {}
+            for member in tar:
+                name = member.name.lstrip("./") if member.name not in (".", "./") else ""
+                if name in ("index.json", "manifest.json") and member.isfile():
+                    if member.size > max_json:
+                        raise ValueError(f"{path}: its {name} is over {max_json} bytes")
+                    f = tar.extractfile(member)
+                    found[name] = json.loads(f.read()) if f is not None else None
+                if "index.json" in found:
+                    break
+    except tarfile.TarError:
+        raise ValueError(f"{path}: not an image archive (no tar file, plain or compressed)") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not an image archive ({' '.join(str(exc).split())})") from None
+    if isinstance(found.get("index.json"), dict):
+        refs = [str((d.get("annotations") or {}).get(ANN_NAME) or (d.get("annotations") or {}).get(ANN_REF) or "")
+                for d in found["index.json"].get("manifests") or [] if isinstance(d, dict)]
+    elif isinstance(found.get("manifest.json"), list):
+        refs = [str(t) for m in found["manifest.json"] if isinstance(m, dict) for t in m.get("RepoTags") or []]
+    else:
+        raise ValueError(f"{path}: not an image archive (no index.json of an OCI layout, no manifest.json of docker save)")
+    named = [r for r in refs if r]
+    if not named:
+        raise ValueError(f"{path}: the archive names no image (no reference annotation or RepoTags): "
+                         f"a pod could not refer to it")
+    return named

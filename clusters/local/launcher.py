@@ -64,9 +64,8 @@ def _quiet(_: str) -> None:
 class LocalCluster(ComponentFlags, KubeletNodes):
     """Local control plane; see the module docstring.
 
-    ``gates``: feature gates (mapping or ``"A=true,B=false"``) applied on top of the
-    default set, which is every DRA gate the binaries list turned on
-    (``dra_gates=False`` starts from the binaries' defaults instead).
+    ``gates``: feature gates (mapping or ``"A=true,B=false"``) applied on top of the default set,
+    every DRA gate the binaries list on (``dra_gates=False``: the binaries' defaults).
 
     ``component_args``: extra flags per component (``etcd``, ``kube-apiserver``,
     ``kube-controller-manager``, ``kube-scheduler``, ``kwok``), e.g.
@@ -77,8 +76,8 @@ class LocalCluster(ComponentFlags, KubeletNodes):
     ``kubelet_nodes``: real kubelet nodes ``(name, labels)`` that ``up()`` starts once the
     controllers run and returns with Ready. ``prestart_kubelet_nodes``: ones it starts as soon
     as the API server is ready, beside the controllers, and does not wait for (see
-    ``wait_kubelet_nodes``); one that cannot start does not stop the cluster.
-    """
+    ``wait_kubelet_nodes``); one that cannot start does not stop the cluster. ``node_images``:
+    image archives every containerd node imports besides drakit's own pause and busybox."""
 
     def __init__(
         self,
@@ -99,6 +98,7 @@ class LocalCluster(ComponentFlags, KubeletNodes):
         kubelet_claim_read: bool = True,
         component_args: Mapping[str, Sequence[str]] | None = None,
         runtime: str | None = None,
+        node_images: Sequence[Path] = (),
     ) -> None:
         try:
             self.component_args = check_component_args(component_args or {})
@@ -138,9 +138,7 @@ class LocalCluster(ComponentFlags, KubeletNodes):
         self.kubelet_nodes = list(kubelet_nodes)
         self.prestart_kubelet_nodes = list(prestart_kubelet_nodes)
         # Real kubelet nodes need root; without it (or when asked) the cluster has kwok nodes only.
-        self.real_nodes_reason: str | None = (
-            "real kubelet nodes were not asked for" if not real_nodes else kubeletnode.unavailable_reason()
-        )
+        self.real_nodes_reason = "real kubelet nodes were not asked for" if not real_nodes else kubeletnode.unavailable_reason()
         self.real: RealNodes | None = None
         self.node_runtime = runtime or os.environ.get("DRAKIT_RUNTIME") or kubeletnode.default_runtime(self.real_nodes_reason)
         if self.node_runtime not in kubeletnode.RUNTIMES:
@@ -148,6 +146,7 @@ class LocalCluster(ComponentFlags, KubeletNodes):
         # RBAC read of ResourceClaims for kubelets (realnodes.CLAIM_READ_ROLE: no authorizer race)
         self.kubelet_claim_read = kubelet_claim_read
         self._extra_dirs: list[str] = []
+        self.node_images = list(node_images)
 
     # ------------------------------------------------------------------ paths
     @property

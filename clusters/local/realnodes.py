@@ -21,7 +21,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +71,7 @@ def short_temp_dir() -> str:
 class RealNodes:
     def __init__(self, *, run_dir: Path, bin_dir: Path, server: str, pki_: pki.PKI, kubelet_gates: Mapping[str, bool],
                  detached: bool, on_procs: Callable[[], None], progress: Progress, nodes_dir: Path | None = None,
-                 runtime: str = FAKE) -> None:
+                 runtime: str = FAKE, extra_images: Sequence[Path] = ()) -> None:
         self.run_dir = run_dir
         self.bin_dir = bin_dir
         self.server = server
@@ -84,6 +84,7 @@ class RealNodes:
         self.nodes_dir = nodes_dir or self._pick_nodes_dir()
         self.runtime = runtime
         self._images: list[Path] | None = None
+        self.extra_images = list(extra_images)  # a user's archives (drakit cluster up --load-image)
 
     def images(self) -> list[Path]:
         """The image archives every containerd node imports (built once, then cached)."""
@@ -91,7 +92,7 @@ class RealNodes:
             from drakit.clusters.images import ensure_images
 
             try:
-                self._images = ensure_images(self.progress, which=NODE_IMAGES)
+                self._images = ensure_images(self.progress, which=NODE_IMAGES) + self.extra_images
             except Exception as exc:  # noqa: BLE001 - any build failure is one line for the user
                 raise RealNodeError(f"the node images cannot be built: {exc}") from None
         return self._images
@@ -214,6 +215,7 @@ class KubeletNodes:
     detached: bool
     gates: dict[str, dict[str, bool]]
     _extra_dirs: list[str]
+    node_images: list[Path]
     kubelet_claim_read: bool
     timeout: float
     progress: Progress
@@ -238,7 +240,8 @@ class KubeletNodes:
         comes up."""
         self.real = RealNodes(run_dir=self.run_dir, bin_dir=self.bin_dir, server=self.server, pki_=pki_,
                               kubelet_gates=self.gates.get("kubelet", {}), detached=self.detached,
-                              on_procs=self._save_state, progress=self.progress, runtime=self.node_runtime)
+                              on_procs=self._save_state, progress=self.progress, runtime=self.node_runtime,
+                              extra_images=self.node_images)
         if self.real.outside_run_dir:
             self._extra_dirs.append(str(self.real.nodes_dir))
         self._save_state()

@@ -236,6 +236,38 @@ def test_an_init_container_completes_and_the_pod_runs(kubelet_cluster):
     assert [e["container"] for e in containers_of(record, "kn2", "init")] == ["setup", "main"]
 
 
+OWN_IMAGE = "example.com/vendor/tool:1.0"
+
+
+def _retagged_busybox(tmp: Path, ref: str) -> Path:
+    """drakit's busybox archive under another name: an image of a user's own."""
+    import io
+    import tarfile
+    from drakit.clusters.images import ensure_images
+    (source,) = ensure_images(which=("busybox",))
+    dest = tmp / "tool.tar"
+    with tarfile.open(source) as src, tarfile.open(dest, "w") as out:
+        for member in src:
+            data = src.extractfile(member) if member.isfile() else None
+            if member.name == "index.json" and data is not None:
+                index = json.loads(data.read())
+                index["manifests"][0]["annotations"] = {"io.containerd.image.name": ref}
+                raw = json.dumps(index).encode()
+                member.size = len(raw)
+                data = io.BytesIO(raw)
+            out.addfile(member, data)
+    return dest
+
+
+def _run_pod_of(kube: Kube, image: str) -> None:
+    kube.request("POST", "/api/v1/namespaces/default/pods", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "own-image"},
+        "spec": {"nodeName": "node-1", "restartPolicy": "Never",
+                 "containers": [{"name": "c", "image": image, "imagePullPolicy": "Never", "command": ["true"]}]}})
+    wait_for("pod own-image Succeeded", lambda: (kube.get("/api/v1/namespaces/default/pods/own-image") or {})
+             .get("status", {}).get("phase") == "Succeeded", 60)
+
+
 def test_cluster_up_lists_ready_v1_37_2_kubelet_nodes_with_slices_and_down_leaves_nothing(tmp_path):
     from drakit.clusters.local.pytest_fixture import kubelet_skip_reason, skip_or_fail
 
@@ -246,11 +278,16 @@ def test_cluster_up_lists_ready_v1_37_2_kubelet_nodes_with_slices_and_down_leave
     parent = Path(tempfile.mkdtemp(prefix="dk-up-"))  # short: node sockets live below it
     run_dir = parent / "rd"  # 'up' makes it, so 'down' removes it
     drakit = [sys.executable, "-m", "drakit.conformance.cli", "cluster"]
+    containerd = (os.environ.get("DRAKIT_RUNTIME") or kubeletnode.CONTAINERD) == kubeletnode.CONTAINERD
+    own = ["--load-image", str(_retagged_busybox(tmp_path, OWN_IMAGE))] if containerd else []
     try:
-        up = subprocess.run([*drakit, "up", "--run-dir", str(run_dir), "--nodes", "1", "--hardware", "small-1gpu"],
+        up = subprocess.run([*drakit, "up", "--run-dir", str(run_dir), "--nodes", "1", "--hardware", "small-1gpu", *own],
                             capture_output=True, text=True, timeout=300)
         assert up.returncode == 0, up.stdout[-2000:] + up.stderr[-2000:]
         assert "node node-1 (kubelet v1.37.2, hardware small-1gpu): gpu.acme.example.com, nic.swift.example.com" in up.stdout
+        if own:  # a user's image, loaded with --load-image, runs in a pod that may not pull it
+            assert f"cluster: every node imports {OWN_IMAGE}" in up.stdout, up.stdout[-2000:]
+            _run_pod_of(Kube(load_api_client(run_dir / "kubeconfig")), OWN_IMAGE)
         state = procs.read_state(run_dir)
         kube = Kube(load_api_client(run_dir / "kubeconfig"))
         node = kube.get("/api/v1/nodes/node-1")

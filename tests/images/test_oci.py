@@ -166,3 +166,50 @@ def test_image_build_refuses_unknown_names_in_one_line(capsys: pytest.CaptureFix
     assert main(["image", "build", "--only", "pause,bogus"]) == 2
     err = capsys.readouterr().err
     assert err == "drakit image build: unknown image(s) bogus: known are pause, busybox, driver\n"
+
+
+def test_archive_refs_names_the_images_of_oci_and_docker_archives_and_refuses_others(tmp_path):
+    import io
+
+    from drakit.clusters.images.oci import archive_refs
+
+    def tar(name: str, files: dict[str, bytes]) -> Path:
+        path = tmp_path / name
+        with tarfile.open(path, "w") as t:
+            for member, data in files.items():
+                info = tarfile.TarInfo(member)
+                info.size = len(data)
+                t.addfile(info, io.BytesIO(data))
+        return path
+
+    oci = tar("oci.tar", {"oci-layout": b'{"imageLayoutVersion":"1.0.0"}', "index.json": json.dumps(
+        {"manifests": [{"digest": "sha256:0", "annotations": {"io.containerd.image.name": "example.com/a:1"}}]}).encode()})
+    assert archive_refs(oci) == ["example.com/a:1"]
+    docker = tar("docker.tar", {"manifest.json": json.dumps([{"RepoTags": ["vendor/driver:2", "vendor/driver:latest"]}]).encode()})
+    assert archive_refs(docker) == ["vendor/driver:2", "vendor/driver:latest"]
+    for bad, says in [(tar("none.tar", {"hello": b"x"}), "no index.json"),
+                      (tar("unnamed.tar", {"index.json": b'{"manifests": [{"digest": "sha256:0"}]}'}), "names no image"),
+                      (tar("broken.tar", {"index.json": b"{"}), "not an image archive")]:
+        with pytest.raises(ValueError, match=says):
+            archive_refs(bad)
+    text = tmp_path / "notes.txt"
+    text.write_text("not a tar")
+    with pytest.raises(ValueError, match="not an image archive"):
+        archive_refs(text)
+
+
+def test_cluster_up_refuses_a_load_image_that_is_no_image_in_one_line_before_starting_anything(tmp_path, capsys):
+    from drakit.conformance.cli import main as drakit
+
+    run_dir = tmp_path / "rd"
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a tar")
+    for value, says in [(str(tmp_path / "nope.tar"), "nope.tar: no such file"), (str(tmp_path), "not a file"),
+                        (str(notes), "not an image archive")]:
+        assert drakit(["cluster", "up", "--run-dir", str(run_dir), "--load-image", value]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("drakit cluster: --load-image: ") and says in err, err
+    assert drakit(["cluster", "up", "--run-dir", str(run_dir), "--nodes", "0", "--load-image", "drakit"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "imported into kubelet nodes on containerd" in err, err
+    assert not run_dir.exists()  # nothing started

@@ -2,14 +2,15 @@
 
 A run stopped by SIGKILL cannot clean up: the local cluster's run folder (``drakit-local-*``:
 etcd data, PKI keys, logs; its processes die with the run, through ``setpriv --pdeathsig``), the
-real kubelet nodes' folders outside it (``drakit-n-*``, listed in its ``state.json``), and the
-fake nodes' folders of the node agent (``drakit-*`` with an owner file: plugin sockets,
-checkpoints, CDI specs), and the cgroups runc made for a containerd node's pods (empty: their
-processes died with the node's PID namespace). Each carries its owner (pid and start time). :func:`sweep` removes the
-ones of this user whose owner is gone, stopping any process a cluster's state still lists; a
-later ``drakit run`` does it before it starts, and so does ``drakit cluster down``. Folders of
-live runs, of other users, and of clusters started with ``drakit cluster up`` (they outlive
-their starter on purpose) are never touched.
+real kubelet nodes' folders outside it (``drakit-n-*``, listed in its ``state.json`` and tied to
+it: swept on their own once it is gone and no process names them), the fake nodes' folders of the
+node agent (``drakit-*`` with an owner file: plugin sockets, checkpoints, CDI specs), and the
+cgroups runc made for a containerd node's pods (empty: their processes died with the node's PID
+namespace). Each carries its owner (pid and start time). :func:`sweep` removes the ones of this
+user whose owner is gone, stopping any process a cluster's state still lists; a later ``drakit
+run`` does it before it starts, and so does ``drakit cluster down``. Folders of live runs, of
+other users, and of clusters started with ``drakit cluster up`` (they outlive their starter on
+purpose) are never touched.
 """
 
 from __future__ import annotations
@@ -27,6 +28,31 @@ def claim(folder: Path) -> None:
     """Mark *folder* as this process's, so a later run can tell when it was left behind."""
     from drakit.clusters.local import procs
     (folder / OWNER_FILE).write_text(json.dumps({"pid": os.getpid(), "start_ticks": procs.start_ticks(os.getpid())}))
+
+
+def _orphaned(folder: Path) -> bool:
+    """A tied folder whose cluster's run folder is gone and that no live process names (a
+    detached cluster whose run folder someone removed keeps its nodes running: left alone)."""
+    from drakit.clusters.local import procs
+    from drakit.clusters.local.launcher import MARKER
+    run_dir = procs.tied_to(folder)
+    if run_dir is None or (run_dir / MARKER).exists():
+        return False
+    return not _named_by_a_process(str(folder))
+
+
+def _named_by_a_process(path: str) -> bool:
+    """Whether a live process's command line holds *path* or a path under it."""
+    needles = (path.encode() + b"/", path.encode() + b"\0")
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes() + b"\0"
+                if any(n in cmdline for n in needles):
+                    return True
+            except OSError:
+                continue
+    return False
 
 
 def _owner_gone(owner: dict[str, object]) -> bool:
@@ -83,6 +109,9 @@ def _sweep(root: Path, progress: Callable[[str], None] | None) -> list[Path]:
                         shutil.rmtree(extra_path, ignore_errors=True)
             elif (folder / OWNER_FILE).is_file():  # a fake node's folder
                 if not _owner_gone(json.loads((folder / OWNER_FILE).read_text())):
+                    continue
+            elif (folder / procs.CLUSTER_FILE).is_file():  # kubelet nodes' folder of a cluster
+                if not _orphaned(folder):
                     continue
             else:
                 continue

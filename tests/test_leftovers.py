@@ -52,3 +52,25 @@ def test_sweep_removes_dead_runs_folders_and_keeps_live_and_foreign_ones(tmp_pat
                                                          "not-drakit"]
     assert said == [f"removed 2 folder(s) that killed drakit runs left in {tmp_path}"]
     assert os.path.isdir(live_node)
+
+
+def test_a_kubelet_nodes_folder_outside_its_run_folder_goes_once_that_run_folder_is_gone(tmp_path: Path) -> None:
+    """A run killed after its run folder went (or whose run folder someone removed) leaves its
+    kubelet nodes' folder: swept then, unless its cluster still runs or a process names it."""
+    run_dir = tmp_path / "drakit-local-abc"
+    run_dir.mkdir()
+    (run_dir / MARKER).write_text("x")
+    nodes = tmp_path / "drakit-n-xyz"
+    nodes.mkdir()
+    procs.tie(nodes, run_dir)
+    (nodes / "node1").mkdir()
+    assert sweep(tmp_path) == []  # its cluster's run folder is there: no owner state, kept
+    (run_dir / MARKER).unlink()
+    named = subprocess.Popen([sys.executable, "-c", "import sys, time; time.sleep(60)", f"{nodes}/node1"])
+    try:
+        assert sweep(tmp_path) == []  # a process (a kubelet of a detached cluster) names it
+    finally:
+        named.kill()
+        named.wait()
+    assert sweep(tmp_path) == [nodes]
+    assert not nodes.exists()

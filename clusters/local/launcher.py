@@ -212,10 +212,10 @@ class LocalCluster(ComponentFlags, KubeletNodes):
             if self.real is not None:
                 self.real.nodes.clear()
             remove_run_cgroups(self.run_dir, self.progress)  # also after a killed owner
-            self._remove_run_dir()
-            for extra in self._extra_dirs:
+            for extra in self._extra_dirs:  # before the run dir, whose state lists them
                 shutil.rmtree(extra, ignore_errors=True)
             self._extra_dirs = []
+            self._remove_run_dir()
             self.timings["down"] = time.monotonic() - t0
             if not self.detached:
                 try:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 STATE_FILE = "state.json"
+CLUSTER_FILE = ".drakit-cluster"  # in a kubelet nodes' folder outside its cluster's run folder
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,6 +312,21 @@ def read_state(run_dir: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def tie(folder: Path, run_dir: Path) -> None:
+    """Mark *folder* (a cluster's kubelet nodes' folder outside its run folder) as *run_dir*'s,
+    so that a sweep can remove it once that run folder is gone (clusters/leftovers.py)."""
+    (folder / CLUSTER_FILE).write_text(json.dumps({"run_dir": str(run_dir)}))
+
+
+def tied_to(folder: Path) -> Path | None:
+    """The run folder *folder* is tied to (None when it is not, or the record is unreadable)."""
+    try:
+        run_dir = json.loads((folder / CLUSTER_FILE).read_text()).get("run_dir")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return Path(run_dir) if isinstance(run_dir, str) and Path(run_dir).is_absolute() else None
 
 
 def procs_from_state(state: Mapping[str, Any]) -> list[ProcInfo]:

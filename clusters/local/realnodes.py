@@ -106,6 +106,7 @@ class RealNodes:
             return inside
         base = short_temp_dir()
         folder = Path(tempfile.mkdtemp(prefix="drakit-n-", dir=base))
+        procs.tie(folder, self.run_dir)
         if base != tempfile.gettempdir():  # said on drakit run's console too (sockdir.notice)
             from drakit.clusters import sockdir
             sockdir.notice(f"kubelet nodes' folders in {folder}: the temp folder {tempfile.gettempdir()} is too long "

@@ -2,15 +2,19 @@
 
 A run stopped by SIGKILL cannot clean up: the local cluster's run folder (``drakit-local-*``:
 etcd data, PKI keys, logs; its processes die with the run, through ``setpriv --pdeathsig``), the
-real kubelet nodes' folders outside it (``drakit-n-*``, listed in its ``state.json`` and tied to
-it: swept on their own once it is gone and no process names them), the fake nodes' folders of the
-node agent (``drakit-*`` with an owner file: plugin sockets, checkpoints, CDI specs), and the
-cgroups runc made for a containerd node's pods (empty: their processes died with the node's PID
+real kubelet nodes' folders outside it (``drakit-n-*``), the fake nodes' folders of the node
+agent (``drakit-*`` with an owner file: plugin sockets, checkpoints, CDI specs), and the cgroups
+runc made for a containerd node's pods (empty: their processes died with the node's PID
 namespace). Each carries its owner (pid and start time). :func:`sweep` removes the ones of this
 user whose owner is gone, stopping any process a cluster's state still lists; a later ``drakit
 run`` does it before it starts, and so does ``drakit cluster down``. Folders of live runs, of
 other users, and of clusters started with ``drakit cluster up`` (they outlive their starter on
 purpose) are never touched.
+
+A run folder's ``state.json`` lists what the run made outside it; those folders are also tied to
+it (an outside nodes' folder, or a ``drakit-cg-*`` record for its pods' cgroups), so that they go,
+with the cgroups, once the run folder itself is gone (a test's temp folder removed, say) and no
+live process names either.
 """
 
 from __future__ import annotations
@@ -31,14 +35,19 @@ def claim(folder: Path) -> None:
 
 
 def _orphaned(folder: Path) -> bool:
-    """A tied folder whose cluster's run folder is gone and that no live process names (a
-    detached cluster whose run folder someone removed keeps its nodes running: left alone)."""
+    """A tied folder whose cluster's run folder is gone and that no live process names, nor its
+    run folder (a detached cluster whose run folder someone removed keeps its nodes running: left
+    alone); the cgroups of its pods are removed with it."""
     from drakit.clusters.local import procs
+    from drakit.clusters.local.containerd import cgroup_parent, remove_cgroups
     from drakit.clusters.local.launcher import MARKER
     run_dir = procs.tied_to(folder)
     if run_dir is None or (run_dir / MARKER).exists():
         return False
-    return not _named_by_a_process(str(folder))
+    if _named_by_a_process(str(folder)) or _named_by_a_process(str(run_dir)):
+        return False
+    remove_cgroups(cgroup_parent(run_dir, ""))
+    return True
 
 
 def _named_by_a_process(path: str) -> bool:

@@ -6,7 +6,10 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import pytest
 
 from drakit.clusters.leftovers import OWNER_FILE, claim, sweep
 from drakit.clusters.local import procs
@@ -68,9 +71,34 @@ def test_a_kubelet_nodes_folder_outside_its_run_folder_goes_once_that_run_folder
     (run_dir / MARKER).unlink()
     named = subprocess.Popen([sys.executable, "-c", "import sys, time; time.sleep(60)", f"{nodes}/node1"])
     try:
+        while str(nodes).encode() not in Path(f"/proc/{named.pid}/cmdline").read_bytes():
+            time.sleep(0.01)  # until it has exec'd
         assert sweep(tmp_path) == []  # a process (a kubelet of a detached cluster) names it
     finally:
         named.kill()
         named.wait()
     assert sweep(tmp_path) == [nodes]
     assert not nodes.exists()
+
+
+
+def test_a_containerd_runs_cgroups_go_with_its_record_once_the_run_folder_is_gone(tmp_path: Path) -> None:
+    """The pods' cgroups of a killed run whose run folder is gone (no state lists them any more)
+    are found through the run's ``drakit-cg-*`` record and removed with it (real cgroups)."""
+    from drakit.clusters.local.containerd import cgroup_dirs, cgroup_parent, make_cgroups, remove_cgroups
+    run_dir = tmp_path / "drakit-local-gone"  # never made: as if removed before the sweep
+    parent = cgroup_parent(run_dir, "node1")
+    try:
+        made = make_cgroups(parent)
+    except OSError as exc:
+        pytest.skip(f"cannot make cgroups here: {exc}")
+    if not made:
+        pytest.skip("no cgroup hierarchy here")
+    try:
+        record = tmp_path / "drakit-cg-abc"
+        record.mkdir()
+        procs.tie(record, run_dir)
+        assert sweep(tmp_path) == [record]
+        assert cgroup_dirs(cgroup_parent(run_dir, "")) == []
+    finally:
+        remove_cgroups(cgroup_parent(run_dir, ""))

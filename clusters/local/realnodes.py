@@ -82,6 +82,14 @@ class RealNodes:
         self.progress = progress
         self.nodes: dict[str, KubeletNode] = {}
         self.nodes_dir = nodes_dir or self._pick_nodes_dir()
+        # Folders outside the run folder, tied to it (leftovers.py sweeps them, and the cgroups of
+        # its pods, once it is gone): the nodes' folder when it is outside, else, for containerd
+        # nodes, a record of its own, so that the pods' cgroups outlive no removed run folder.
+        self.tied_dirs = [self.nodes_dir] if self.outside_run_dir else []
+        if runtime == CONTAINERD and not self.tied_dirs:
+            record = Path(tempfile.mkdtemp(prefix="drakit-cg-"))
+            procs.tie(record, run_dir)
+            self.tied_dirs.append(record)
         self.runtime = runtime
         self._images: list[Path] | None = None
         self.extra_images = list(extra_images)  # a user's archives (drakit cluster up --load-image)
@@ -199,8 +207,8 @@ class RealNodes:
         remove_run_cgroups(self.run_dir, self.progress)
 
     def remove_dirs(self) -> None:
-        if self.outside_run_dir:
-            shutil.rmtree(self.nodes_dir, ignore_errors=True)
+        for folder in self.tied_dirs:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 class KubeletNodes:
@@ -243,8 +251,7 @@ class KubeletNodes:
                               kubelet_gates=self.gates.get("kubelet", {}), detached=self.detached,
                               on_procs=self._save_state, progress=self.progress, runtime=self.node_runtime,
                               extra_images=self.node_images)
-        if self.real.outside_run_dir:
-            self._extra_dirs.append(str(self.real.nodes_dir))
+        self._extra_dirs += [str(d) for d in self.real.tied_dirs]
         self._save_state()
         for name, labels in self.prestart_kubelet_nodes:
             try:

@@ -185,6 +185,29 @@ def test_the_results_part_size_comes_from_the_environment_within_bounds(capsys: 
     assert {"name": PART_ENV, "value": "4096"} in job["spec"]["template"]["spec"]["containers"][0]["env"]
 
 
+def test_the_schedulers_gates_the_caller_read_reach_the_shards_and_only_those(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shards cannot reach a local cluster's scheduler; its gates, read by the caller, come
+    in their environment and count as that component's, never as the API server's."""
+    import json
+    from types import SimpleNamespace
+    from drakit.conformance.backends import gatemetrics
+    seen = {"kube-scheduler": {"DRAFractionalCapacityRange": True}}
+    job = m.shard_job("abc12345", 1, 2, "img:1", [], None, component_gates=seen)
+    env = {e["name"]: e["value"] for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert json.loads(env[gatemetrics.CALLER_ENV]) == seen
+    assert gatemetrics.CALLER_ENV not in {e["name"] for e in m.shard_job("abc12345", 1, 2, "img:1", [], None)[
+        "spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert gatemetrics.caller_gates({gatemetrics.CALLER_ENV: env[gatemetrics.CALLER_ENV]}) == seen
+    for bad in ("not json", "[1]", '{"kube-scheduler": 3}', '{"kube-apiserver": {"X": true}}'):
+        assert gatemetrics.caller_gates({gatemetrics.CALLER_ENV: bad}) == {}
+    assert gatemetrics.caller_gates({gatemetrics.CALLER_ENV: '{"kube-scheduler": {"A": true, "B": "yes"}}'}) == {
+        "kube-scheduler": {"A": True}}
+    api = SimpleNamespace(api_client=None, target=SimpleNamespace(config_file=None))  # in a pod: no run dir
+    monkeypatch.setattr(gatemetrics, "apiserver_gates", lambda client: ({"DRAFractionalCapacityRange": False}, ""))
+    monkeypatch.setenv(gatemetrics.CALLER_ENV, env[gatemetrics.CALLER_ENV])
+    assert gatemetrics.observed_gates(api) == {"kube-apiserver": {"DRAFractionalCapacityRange": False}, **seen}
+
+
 def test_the_sonobuoy_plugin_carries_a_vendor_profile_in_its_config_map() -> None:
     from drakit.fake_driver.profile import bundled_profile_path
     res = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "sonobuoy-plugin", "--image", "img:1",

@@ -30,7 +30,7 @@ from typing import Any
 from ..spec.case import Case
 from ..errors import ApiRejected
 from .base import Capabilities, HarnessError
-from .clusterwrites import replace, update_node, wait_for_nodes
+from .clusterwrites import keep_owner_labels, replace, update_node, wait_for_nodes
 from .gatemetrics import observed_gates, stated_gates
 from .kubeapi import CASE_LABEL, CLEANUP_TIMEOUT, KubeApi, NAMESPACED, RUN_LABEL, first_line
 from .names import NameMap, cluster_wide, owned_names
@@ -109,6 +109,7 @@ class ClusterSession:
             out = self.api.create(obj)
             self.created.append((obj["kind"], out["metadata"]["name"], meta.get("namespace")))
             return out
+        keep_owner_labels(meta, existing, (RUN_LABEL, CASE_LABEL))  # a cluster's own DeviceClass, say
         if obj["kind"] == "Node":
             return update_node(self.api, obj, existing)
         return replace(self.api, obj, existing)

@@ -66,6 +66,21 @@ def update_node(api: KubeApi, obj: dict[str, Any], existing: dict[str, Any]) -> 
     raise HarnessError(f"node {meta['name']}: its status could not be written")
 
 
+def keep_owner_labels(meta: dict[str, Any], existing: dict[str, Any], keys: tuple[str, ...]) -> None:
+    """Re-applying an object that another run made, or that was there before drakit (a cluster's
+    own DeviceClass, a vendor's): it keeps its own values of the run and case labels ``keys``, as
+    ours would make it this run's, and a clean-up by label (the in-cluster run's) would delete it."""
+    old = existing["metadata"].get("labels") or {}
+    labels = meta.setdefault("labels", {})
+    if old.get(keys[0]) == labels.get(keys[0]):
+        return
+    for key in keys:
+        if key in old:
+            labels[key] = old[key]
+        else:
+            labels.pop(key, None)
+
+
 def replace(api: KubeApi, obj: dict[str, Any], existing: dict[str, Any]) -> dict[str, Any]:
     """Replace ``existing`` with ``obj`` (its status kept), re-reading when a controller wrote
     in between."""

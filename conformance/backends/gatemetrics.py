@@ -7,7 +7,9 @@ Every Kubernetes component exports one sample per gate it knows, ``1`` when on::
 
 The API server's ``/metrics`` is usually readable through the kubeconfig (``system:monitoring``,
 cluster-admin). The scheduler's and controller manager's are read only on a local cluster drakit
-started (``drakit cluster up`` or ``--cluster local``), where their ports and CA are known.
+started (``drakit cluster up`` or ``--cluster local``), where their ports and CA are known; a
+``drakit run --in-cluster`` there reads them and hands them to its shards (:data:`CALLER_ENV`),
+whose pods cannot reach those ports.
 
 A gate acts in some components and not others. :data:`SCHEDULER_ONLY_GATES` change only what
 the scheduler does: the API server lists them too, but its value says nothing about the
@@ -18,6 +20,8 @@ serves the gated resources), and the API server's value is taken for the cluster
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import ssl
 import urllib.request
@@ -28,6 +32,7 @@ SCHEDULER_ONLY_GATES = frozenset({"DRAFractionalCapacityRange", "SchedulerPreQue
 _SAMPLE = re.compile(r'^kubernetes_feature_enabled\{([^}]*)\}\s+([0-9.eE+-]+)\s*$')
 _NAME = re.compile(r'(?:^|,)\s*name="([^"]+)"')
 MAX_METRICS_BYTES = 32 << 20
+CALLER_ENV = "DRAKIT_COMPONENT_GATES"  # JSON {component: {gate: bool}} read by the in-cluster caller
 
 
 def parse_feature_metrics(text: str) -> dict[str, bool]:
@@ -128,7 +133,22 @@ def observed_gates(api: Any) -> dict[str, dict[str, bool]]:
     run_dir = local_run_dir(api.target.config_file)
     if run_dir is not None:
         observed.update(local_component_gates(run_dir))
+    for component, seen in caller_gates(os.environ).items():
+        observed.setdefault(component, seen)
     return observed
+
+
+def caller_gates(environ: Any) -> dict[str, dict[str, bool]]:
+    """The components' gates an in-cluster run's caller read (:data:`CALLER_ENV`); what is not
+    of that shape is left out."""
+    try:
+        data = json.loads(environ.get(CALLER_ENV) or "{}")
+    except ValueError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {str(c): {str(g): v for g, v in gates.items() if isinstance(v, bool)}
+            for c, gates in data.items() if isinstance(gates, dict) and c != "kube-apiserver"}
 
 
 def stated_gates(spec: str | None) -> dict[str, bool]:

@@ -15,8 +15,9 @@ also keep the Lease through which the shards take turns for cluster-wide cases
 
 from __future__ import annotations
 
+import json
 import posixpath
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 RUN_LABEL = "drakit.dev/in-cluster"
 SHARD_LABEL = "drakit.dev/shard"
@@ -46,6 +47,10 @@ CLUSTER_RULES: tuple[tuple[dict[str, Any], str], ...] = (
                     "resourceclaimtemplates", "resourcepoolstatusrequests", "resourcepoolstatusrequests/status"],
       "verbs": _EDIT},
      "the DRA objects the cases apply and check; claim status written as a driver does"),
+    ({"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims/driver"],
+      "verbs": ["associated-node:update", "associated-node:patch", "arbitrary-node:update", "arbitrary-node:patch"]},
+     "a claim's device status and binding conditions, written as its driver does (with "
+     "DRAResourceClaimGranularStatusAuthorization, per driver name; the cases use several drivers)"),
     ({"apiGroups": ["scheduling.k8s.io"], "resources": ["podgroups", "workloads"], "verbs": _EDIT},
      "workload claims (gang scheduling) cases"),
     ({"nonResourceURLs": ["/metrics"], "verbs": ["get"]},
@@ -123,14 +128,16 @@ def profile_configmap(name: str, text: str, run_id: str) -> tuple[dict[str, Any]
 
 def shard_job(run_id: str, index: int, count: int, image: str, args: Sequence[str],
               items: list[dict[str, str]] | None, api_server: str | None = None,
-              profile: str | None = None, part: int | None = None) -> dict[str, Any]:
+              profile: str | None = None, part: int | None = None,
+              component_gates: Mapping[str, Mapping[str, bool]] | None = None) -> dict[str, Any]:
     """The Job of shard ``index`` of ``count``: ``drakit run --backend cluster --shard i/N`` with
     the pod's service account, its results and progress in its log (``frames``), one try.
     *api_server*: the pod runs in the node's network and reaches the API server there (a
     cluster whose pods have no route to the ``kubernetes`` Service, as drakit's local one).
     *profile*: the vendor profile's path in the pod (``profile_configmap``), mounted from the
     ``drakit-profile`` ConfigMap and given to ``--vendor``. *part*: the size of the parts of its
-    results in ConfigMaps (``channel``; None: the default)."""
+    results in ConfigMaps (``channel``; None: the default). *component_gates*: the scheduler's and
+    controller manager's gates, read by the caller where the pods cannot (``gatemetrics``)."""
     ns = namespace_of(run_id)
     labels = {RUN_LABEL: run_id, SHARD_LABEL: str(index)}
     command = ["drakit", "run", "--backend", "cluster", "--shard", f"{index}/{count}", "--out", OUT, "--plain",
@@ -155,6 +162,9 @@ def shard_job(run_id: str, index: int, count: int, image: str, args: Sequence[st
     }
     if part is not None:
         container["env"].append({"name": "DRAKIT_RESULTS_PART_BYTES", "value": str(part)})
+    if component_gates:
+        from drakit.conformance.backends.gatemetrics import CALLER_ENV
+        container["env"].append({"name": CALLER_ENV, "value": json.dumps(component_gates, sort_keys=True)})
     volumes.append(token_volume())
     pod_spec = {
         "serviceAccountName": ACCOUNT, "automountServiceAccountToken": False,

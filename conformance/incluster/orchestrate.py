@@ -42,7 +42,8 @@ class InCluster:
     def __init__(self, api: Any, run_id: str, count: int, image: str, args: Sequence[str],
                  files: Sequence[tuple[str, str]] | None, *, say: Callable[[str], None],
                  start_timeout: float = 300.0, api_server: str | None = None,
-                 profile: tuple[str, str] | None = None, part: int | None = None) -> None:
+                 profile: tuple[str, str] | None = None, part: int | None = None,
+                 component_gates: dict[str, dict[str, bool]] | None = None) -> None:
         self.api = api
         self.run_id = run_id
         self.count = count
@@ -51,6 +52,7 @@ class InCluster:
         self.files = files
         self.profile = profile  # the vendor profile: (file name, text), carried in a ConfigMap
         self.part = part  # the size of the shards' results parts (None: channel.PART)
+        self.component_gates = component_gates  # the scheduler's and controller manager's, read here
         self.say = say
         self.start_timeout = start_timeout
         self.api_server = api_server  # host-network shards reach the API server here
@@ -76,7 +78,7 @@ class InCluster:
             cm, in_pod = m.profile_configmap(*self.profile, self.run_id)
             objs.append(cm)
         objs += [m.shard_job(self.run_id, s.index, self.count, self.image, args, items, self.api_server, in_pod,
-                             self.part)
+                             self.part, self.component_gates)
                  for s in self.shards]
         return objs
 

@@ -142,8 +142,11 @@ def run_in_cluster(args: argparse.Namespace) -> int:
     server = str(api.api_client.configuration.host) if args.host_network else None
     from .channel import PART_ENV, part_bytes
     part = part_bytes(os.environ) if os.environ.get(PART_ENV) else None  # carried into the shards
+    from drakit.conformance.backends.gatemetrics import local_component_gates, local_run_dir
+    local = local_run_dir(api.target.config_file)  # drakit's local cluster: its scheduler's gates, for the shards
     run = InCluster(api, run_id, args.shards, args.image or default_image(), shard_args(args), files, say=say,
-                    api_server=server, start_timeout=args.start_timeout, profile=profile, part=part)
+                    api_server=server, start_timeout=args.start_timeout, profile=profile, part=part,
+                    component_gates=local_component_gates(local) if local is not None else None)
     interrupted: str | None = None  # SIGINT/SIGTERM: drakit.conformance.interrupt raises KeyboardInterrupt
     started = time.monotonic()
     from drakit.conformance.interrupt import INTERRUPTS

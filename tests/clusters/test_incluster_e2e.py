@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from tests.clusters.test_incluster import drakit, statuses
-from tests.clusters.test_shared_cluster_workers import CASE_FILES
+from tests.clusters.test_shared_cluster_workers import CASE_FILES, SUITES
 
 try:  # the containerd node runtime (issue 22); until it is in, these tests skip saying so
     from drakit.clusters.local.pytest_fixture import containerd_cluster  # noqa: F401 - the fixture
@@ -263,6 +263,48 @@ def test_a_vendor_profile_is_carried_into_the_shards(containerd_cluster: Any, im
                                      for c in skipped), skipped
     assert sum(1 for c in merged["cases"] if c["status"] == "passed") >= 5
     assert _run_leftovers(containerd_cluster) == []
+
+
+def test_the_shards_know_and_may_do_what_a_run_from_outside_does(containerd_cluster: Any, image: str,  # noqa: F811
+                                                                  tmp_path: Path) -> None:
+    """The shards know the scheduler's gates (read by the caller: a pod cannot reach the
+    scheduler), so that fractional-capacity's cases run as they do from outside. Device status and binding conditions are written as the claim's driver writes them: with
+    DRAResourceClaimGranularStatusAuthorization on (the local cluster's default), the shards'
+    ServiceAccount needs ``resourceclaims/driver`` (the API server refused it before: 6 cases
+    failed in the cluster that pass from outside). A DeviceClass the cluster had before, which
+    the cases' fake hardware applies again, is still there afterwards with its own labels (the
+    in-cluster clean-up deleted the cluster's classes once the cases had labelled them)."""
+    from drakit.conformance.backends.kubeapi import KubeApi
+    from drakit.fake_driver.classes import device_classes
+    kc = str(containerd_cluster.kubeconfig)
+    api = KubeApi(kc)
+    [cls] = [c for c in device_classes() if c["metadata"]["name"] == "gpu.acme.example.com"]
+    cls["metadata"]["labels"] = {"example.com/installed-by": "the-cluster"}
+    made = api.get("DeviceClass", "gpu.acme.example.com", None) is None
+    if made:
+        api.create(cls)
+    before = (api.get("DeviceClass", "gpu.acme.example.com", None) or {})["metadata"].get("labels")
+    try:
+        corpus = [str(SUITES / "device-status"), str(SUITES / "binding-conditions"), str(SUITES / "fractional-capacity")]
+        outside = drakit("run", *corpus, "--backend", "cluster", "--kubeconfig", kc, "--out", "outside", "--plain", "-q",
+                         cwd=tmp_path)
+        inside = drakit("run", "--in-cluster", "--shards", "2", "--host-network", "--image", image, *corpus,
+                        "--kubeconfig", kc, "--out", "inside", cwd=tmp_path)
+        assert inside.returncode == outside.returncode == 0, inside.stdout[-4000:] + inside.stderr[-2000:]
+        got = statuses(tmp_path / "inside" / "results.json")
+        assert got == statuses(tmp_path / "outside" / "results.json")
+        assert sum(1 for st in got.values() if st == "passed") >= 12, got
+        fractional = [c for c in json.loads((tmp_path / "inside" / "results.json").read_text())["cases"]
+                      if c["id"].startswith("fractional-capacity/")]
+        assert fractional and not [c["skip"]["message"] for c in fractional
+                                   if c["status"] == "skipped" and "could not observe" in c["skip"]["message"]]
+        assert _run_leftovers(containerd_cluster) == []
+        after = api.get("DeviceClass", "gpu.acme.example.com", None)
+        assert after is not None, "the cluster's DeviceClass was deleted"
+        assert after["metadata"].get("labels") == before
+    finally:
+        if made:
+            api.delete("DeviceClass", "gpu.acme.example.com", None)
 
 
 def test_a_shards_results_in_several_parts_come_back_whole(containerd_cluster: Any, image: str,  # noqa: F811

@@ -12,8 +12,8 @@ Usage: ``python benchmarks/bench_incluster.py --kubeconfig FILE [--shards 2] [--
 
 PATHS default to the kubeconfig corpus of ``tests/clusters/test_shared_cluster_workers.py``
 (five case files, two of its cases cluster-wide). The cluster needs nodes that run containers
-(``drakit cluster up`` with real kubelets over containerd) and drakit's image on them
-(``drakit image build``, then ``ctr images import``). Progress goes to stderr, the figures (or
+(``drakit cluster up --nodes 2 --load-image drakit``: real kubelets over containerd, drakit's
+image imported). Progress goes to stderr, the figures (or
 JSON) to stdout. Exit code 1 when a run failed or the statuses differ.
 """
 
@@ -55,8 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true")
     p.add_argument("paths", nargs="*")
     args = p.parse_args(argv)
-    paths = args.paths or [str(f) for f in CORPUS]
-    drakit = [sys.executable, "-m", "drakit.conformance.cli", "run", *paths, "--kubeconfig", args.kubeconfig, "--plain"]
+    paths = [str(Path(p).resolve()) for p in args.paths] or [str(f) for f in CORPUS]  # the runs' cwd is a temp dir
+    kubeconfig = str(Path(args.kubeconfig).resolve())
+    drakit = [sys.executable, "-m", "drakit.conformance.cli", "run", *paths, "--kubeconfig", kubeconfig, "--plain"]
     with tempfile.TemporaryDirectory(prefix="bench-incluster-") as tmp:
         base = Path(tmp)
         out_wall, out = timed([*drakit, "--backend", "cluster", "--out", "outside"], base)

@@ -44,15 +44,16 @@ def _orphaned(folder: Path) -> bool:
     run_dir = procs.tied_to(folder)
     if run_dir is None or (run_dir / MARKER).exists():
         return False
-    if _named_by_a_process(str(folder)) or _named_by_a_process(str(run_dir)):
+    if _named_by_a_process(str(folder), str(run_dir)):
         return False
     remove_cgroups(cgroup_parent(run_dir, ""))
     return True
 
 
-def _named_by_a_process(path: str) -> bool:
-    """Whether a live process's command line holds *path* or a path under it."""
-    needles = (path.encode() + b"/", path.encode() + b"\0")
+def _named_by_a_process(*paths: str) -> bool:
+    """Whether a live process's command line holds one of *paths* or a path under one (one pass
+    over /proc)."""
+    needles = [p.encode() + end for p in paths for end in (b"/", b"\0")]
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
@@ -119,7 +120,7 @@ def _sweep(root: Path, progress: Callable[[str], None] | None) -> list[Path]:
             elif (folder / OWNER_FILE).is_file():  # a fake node's folder
                 if not _owner_gone(json.loads((folder / OWNER_FILE).read_text())):
                     continue
-            elif (folder / procs.CLUSTER_FILE).is_file():  # kubelet nodes' folder of a cluster
+            elif (folder / procs.CLUSTER_FILE).is_file():  # tied to a cluster's run folder
                 if not _orphaned(folder):
                     continue
             else:

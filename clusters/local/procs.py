@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 STATE_FILE = "state.json"
-CLUSTER_FILE = ".drakit-cluster"  # in a kubelet nodes' folder outside its cluster's run folder
+CLUSTER_FILE = ".drakit-cluster"  # in a folder a cluster made outside its run folder (tie)
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,8 +315,9 @@ def read_state(run_dir: Path) -> dict[str, Any] | None:
 
 
 def tie(folder: Path, run_dir: Path) -> None:
-    """Mark *folder* (a cluster's kubelet nodes' folder outside its run folder) as *run_dir*'s,
-    so that a sweep can remove it once that run folder is gone (clusters/leftovers.py)."""
+    """Mark *folder*, made outside *run_dir* (the kubelet nodes' folder, or a record standing for
+    the run's pods' cgroups), as *run_dir*'s, so that a sweep can remove it, and those cgroups,
+    once that run folder is gone (clusters/leftovers.py)."""
     (folder / CLUSTER_FILE).write_text(json.dumps({"run_dir": str(run_dir)}))
 
 

@@ -84,7 +84,7 @@ class RealNodes:
         self.nodes_dir = nodes_dir or self._pick_nodes_dir()
         # Folders outside the run folder, tied to it (leftovers.py sweeps them, and the cgroups of
         # its pods, once it is gone): the nodes' folder when it is outside, else, for containerd
-        # nodes, a record of its own, so that the pods' cgroups outlive no removed run folder.
+        # nodes, a record of its own, so that the pods' cgroups do not outlive a removed run folder.
         self.tied_dirs = [self.nodes_dir] if self.outside_run_dir else []
         if runtime == CONTAINERD and not self.tied_dirs:
             record = Path(tempfile.mkdtemp(prefix="drakit-cg-"))

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 PROVIDERS = ("local", "kind")
+# The default hardware of `cluster up`: the bundled profile's driverUnderTest.nodeShapes, the two
+# nodes the driver suite runs the fake driver on (tests/test_cli.py holds the two equal).
+DRIVER_SUITE_SHAPES = ("server-8gpu", "acme-partitionable")
 
 
 def add_parsers(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
@@ -40,10 +43,13 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPars
                     "with the kubelet, publishing their ResourceSlices), the drivers' controller and DeviceClasses. "
                     "kind: a kind cluster with the fake driver installed (needs Docker).")
     up.add_argument("--provider", default="local", choices=PROVIDERS, help="local (default) or kind")
-    up.add_argument("--nodes", type=int, default=1,
-                    help="local: real kubelet nodes with the fake drivers (default: 1; 0: control plane and kwok only)")
-    up.add_argument("--hardware", default=None,
-                    help="bundled fake_hw shape every node emulates (default: server-8gpu)")
+    up.add_argument("--nodes", type=int, default=2,
+                    help="local: real kubelet nodes with the fake drivers (default: 2; 0: control plane and kwok only)")
+    up.add_argument("--hardware", default=None, metavar="SHAPE[,SHAPE...]",
+                    help="bundled fake_hw shape(s) the nodes emulate, node i taking the i-th and the list repeating "
+                         "(default: the fake driver's driver-suite nodes, " + ",".join(DRIVER_SUITE_SHAPES) + ": "
+                         "whole GPUs and NICs, then GPUs with partitions sharing counters, so that every behaviour "
+                         "of the fake driver under test has its devices)")
     up.add_argument("--no-device-metadata", action="store_true",
                     help="local: the fake drivers write no device metadata files")
     up.add_argument("--feature-gates", default="", help="gates on top of the default (every DRA gate on), A=true,B=false")
@@ -169,7 +175,6 @@ def _up(args: argparse.Namespace) -> int:
         return _up_kind(args)
     from drakit.clusters.local import build as buildmod
     from drakit.clusters.local import gates, launcher
-    from drakit.fake_driver.cli import DEFAULT_SHAPE
     from drakit.fake_hw.inventory import build_inventory
 
     try:
@@ -180,9 +185,13 @@ def _up(args: argparse.Namespace) -> int:
     if args.nodes < 0:
         print("drakit cluster: --nodes must be 0 or more", file=sys.stderr)
         return EXIT_USAGE
-    shape = args.hardware or DEFAULT_SHAPE
+    shapes = [s.strip() for s in args.hardware.split(",")] if args.hardware else list(DRIVER_SUITE_SHAPES)
+    if not all(shapes):
+        print(f"drakit cluster: --hardware: an empty shape name in {args.hardware!r}", file=sys.stderr)
+        return EXIT_USAGE
+    node_shapes = [shapes[(i - 1) % len(shapes)] for i in range(1, args.nodes + 1)]
     try:
-        inventories = [build_inventory(shape, f"node-{i}") for i in range(1, args.nodes + 1)]
+        inventories = [build_inventory(shape, f"node-{i}") for i, shape in enumerate(node_shapes, 1)]
     except (KeyError, ValueError) as e:
         print(f"drakit cluster: --hardware: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -209,13 +218,14 @@ def _up(args: argparse.Namespace) -> int:
         if inventories and cluster.real is not None:
             from drakit.clusters.local.fakedrivers import DeployError, deploy
             try:
-                drivers = deploy(cluster, [(inv.node_name, shape) for inv in inventories],
+                drivers = deploy(cluster, [(inv.node_name, shape) for inv, shape in zip(inventories, node_shapes, strict=True)],
                                  device_metadata=not args.no_device_metadata,
                                  progress=lambda m: print(f"cluster: {m}", flush=True))
             except DeployError as e:
                 cluster.down()
                 return _err(str(e))
             for node, names in drivers.items():
+                shape = dict(zip((inv.node_name for inv in inventories), node_shapes, strict=True)).get(node, "?")
                 print(f"node {node} (kubelet {buildmod.KUBE_VERSION}, hardware {shape}): {', '.join(names)}")
     except (launcher.ClusterError, gates.GateError) as e:
         return _err(str(e))
@@ -322,6 +332,9 @@ def _up_kind(args: argparse.Namespace) -> int:
     opts: dict[str, Any] = {"gates": args.feature_gates, "dra_gates": not args.no_dra_gates,
                             "workers": args.workers, "install_driver": not args.no_driver,
                             "build_image": not args.no_build, "keep_on_failure": args.keep_on_failure}
+    if args.hardware is not None and "," in args.hardware:
+        print("drakit cluster: --hardware: kind's workers all emulate one shape; name one", file=sys.stderr)
+        return EXIT_USAGE
     for key, value in (("node_image", args.node_image), ("driver_image", args.image),
                        ("shape", args.hardware), ("timeout", args.timeout)):
         if value is not None:

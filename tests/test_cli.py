@@ -139,3 +139,21 @@ def test_every_command_says_what_it_does_and_every_option_has_a_help(tmp_path: P
     assert features.returncode == 0 and "List the DRA features of Kubernetes 1.37 that drakit knows." in features.stdout
     claims = drakit("driver", "sample-claims", "--help", cwd=tmp_path)
     assert "for 'drakit node-check --claims'" in claims.stdout and "namespace of the claims" in claims.stdout
+
+
+def test_cluster_up_default_hardware_is_the_driver_suites_nodes() -> None:
+    """`drakit cluster up`'s default nodes are the ones the driver suite runs the fake driver on,
+    so a run through its kubeconfig finds every behaviour the fake driver under test declares."""
+    from drakit.clusters.cli import DRIVER_SUITE_SHAPES
+    from drakit.fake_driver.profile import load_vendor_profile
+
+    dut = load_vendor_profile().under_test
+    assert dut is not None and tuple(dut.node_shapes) == DRIVER_SUITE_SHAPES
+
+
+def test_cluster_up_hardware_list_is_checked_before_anything_starts(tmp_path: Path) -> None:
+    for bad, says in ((",server-8gpu", "an empty shape name"), ("server-8gpu,nope", "unknown shape 'nope'")):
+        res = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "cluster", "up", "--run-dir",
+                              str(tmp_path / "rd"), "--hardware", bad], capture_output=True, text=True, timeout=60)
+        assert res.returncode == 2 and says in res.stderr and "Traceback" not in res.stderr, res.stderr
+        assert not (tmp_path / "rd").exists()

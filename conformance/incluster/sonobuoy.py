@@ -119,9 +119,8 @@ def hand_over(out: Path, environ: Any = None) -> Path:
     tarball = folder / TARBALL
     with tarfile.open(tarball, "w:gz") as tar:
         for name in ("junit.xml", "results.json", "report.html"):
-            if (out / name).is_file():
+            if (out / name).is_file() and not (out / name).is_symlink():  # never a link's target
                 tar.add(out / name, arcname=name)
-    tmp = folder / "done.tmp"
-    tmp.write_text(str(tarball), encoding="utf-8")
-    tmp.replace(folder / "done")
+    from drakit.reports.safefs import write_file
+    write_file(folder, "done", str(tarball))
     return tarball

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 from .crash import CRASH_DIR_ENV, EXIT_BUG, last_resort
 from .lintcli import case_paths as _paths, cmd_lint
-from .outdir import lock_out as _lock_out, out_folder as _out_folder
+from .outdir import LOCK_FILE, RUN_FILES, lock_out as _lock_out, out_folder as _out_folder
 from .vendorcheck import plugin_problem
 
 SUITES = Path(__file__).with_name("suites")
@@ -266,7 +266,7 @@ def _run(args: argparse.Namespace) -> int:
     if paths is None:
         return EXIT_USAGE
     out = Path(args.out)
-    if not _out_folder(out):
+    if not _out_folder(out, RUN_FILES + (LOCK_FILE,)):
         return EXIT_USAGE
     args.out_lock = _lock_out(out)  # held until the process ends
     if args.out_lock is None:

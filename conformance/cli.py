@@ -27,7 +27,8 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run case suites (the bundled ones when no path is given)")
     run.add_argument("paths", nargs="*", help="case files or folders (default: the bundled suites)")
     run.add_argument("--backend", default="reference", help="reference, cluster, or both comma-separated (default: reference)")
-    run.add_argument("--out", default="drakit-out", help="folder for results.json, junit.xml, report.html (default: drakit-out)")
+    run.add_argument("--out", default="drakit-out", help="folder for results.json, junit.xml, report.html (default: drakit-out); "
+                     "written without following a link, a link or folder in their place refused")
     run.add_argument("-n", "--workers", default="0", help="parallel workers (pytest-xdist), a number or 'auto' (default: 0; 'auto' on the reference "
                           "backend alone is serial, which is faster there)")
     run.add_argument("-k", dest="keyword", default=None, help="only cases matching this pytest -k expression")

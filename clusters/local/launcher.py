@@ -35,7 +35,7 @@ from typing import Any
 from drakit.clusters.local import build as buildmod
 from drakit.clusters.local import gates as gatesmod
 from drakit.clusters.local import kubeletnode, kwokconfig, ownstate, pki, procs
-from drakit.clusters.local.errors import ClusterError
+from drakit.clusters.local.errors import ClusterError, UnsafeRunDir
 from drakit.clusters.local.flags import ComponentFlags, FlagError, check_component_args, merge_flags
 from drakit.clusters.local.realnodes import KubeletNodes, RealNodes, remove_run_cgroups
 
@@ -246,7 +246,7 @@ class LocalCluster(ComponentFlags, KubeletNodes):
             default = self.run_dir == default_run_dir() and not os.environ.get("XDG_RUNTIME_DIR")
             return ownstate.checked_state(self.run_dir, default, self.progress)
         except ValueError as exc:
-            raise ClusterError(str(exc)) from None
+            raise UnsafeRunDir(str(exc)) from None
 
     def status(self) -> dict[str, Any]:
         """Which processes are alive and whether the API server answers /readyz."""

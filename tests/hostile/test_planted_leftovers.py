@@ -181,3 +181,21 @@ def test_records_are_read_without_following_a_link_and_bounded(tmp_path: Path) -
     (folder / OWNER_FILE).unlink()
     (folder / OWNER_FILE).write_bytes(b"x" * (trust.RECORD_LIMIT + 1))
     assert trust.read_own(folder, OWNER_FILE) is None
+
+
+def test_cluster_commands_refuse_a_foreign_or_forged_run_dir_in_one_line(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep").write_text("keep")
+    link = tmp_path / "run"
+    link.symlink_to(victim)
+    said = {}
+    for command in (["down", "--run-dir", str(link)], ["status", "--run-dir", f"{tmp_path}/a\nforged"]):
+        res = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "cluster", *command],
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stdout + res.stderr
+        said[command[0]] = res.stderr
+    assert said["down"] == (f"drakit cluster: run dir {link} is a symbolic link; drakit never acts through one: drakit "
+                            f"acts only in its own folders; give another --run-dir\n")
+    assert "holds the control character '\\n'" in said["status"]
+    assert (victim / "keep").read_text() == "keep"

@@ -86,7 +86,7 @@ def ensure_dir(folder: Path, what: str = "folder") -> Path:
         except FileExistsError:
             pass
         except OSError as exc:
-            raise UnsafePath(f"{what} {folder}: cannot create {part}: {exc.strerror or exc}") from None
+            raise UnsafePath(f"{what} {folder}: cannot write there: {exc.strerror or exc}") from None
         st = os.lstat(part)
         if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
             raise UnsafePath(f"{what} {folder}: {part} was replaced by something other than a folder while drakit made it")

@@ -115,6 +115,10 @@ def test_names_from_inputs_never_leave_their_folder(tmp_path: Path) -> None:
     logs = DriverLogs(tmp_path / "out2")
     with pytest.raises(UnsafePath):
         logs.path("../../escaped")
+    from drakit.fake_driver.plugin.driver import FakeDriver, PluginConfig
+    config = PluginConfig(driver="../../../etc", node="n", plugin_dir=tmp_path, registry_dir=tmp_path, cdi_dir=tmp_path)
+    with pytest.raises(UnsafePath, match="driver name '../../../etc' is not a plain name"):
+        FakeDriver(config, None, None)  # type: ignore[arg-type]
 
 
 def test_a_link_planted_between_the_check_and_the_write_is_replaced_not_followed(tmp_path: Path,

@@ -93,7 +93,7 @@ class _Statx(ctypes.Structure):
                 ("mode", ctypes.c_uint16), ("spare0", ctypes.c_uint16), ("ino", ctypes.c_uint64),
                 ("size", ctypes.c_uint64), ("blocks", ctypes.c_uint64), ("attributes_mask", ctypes.c_uint64),
                 ("atime", _StatxTimestamp), ("btime", _StatxTimestamp), ("ctime", _StatxTimestamp),
-                ("mtime", _StatxTimestamp), ("rest", ctypes.c_uint64 * 14)]
+                ("mtime", _StatxTimestamp), ("rest", ctypes.c_uint64 * 48)]  # the kernel's is 256 bytes: room to spare
 
 
 _STATX_BTIME, _AT_SYMLINK_NOFOLLOW, _AT_FDCWD = 0x800, 0x100, -100
@@ -108,6 +108,7 @@ def birth_time(path: Path) -> float | None:
     except (OSError, AttributeError):
         return None
     buf = _Statx()
+    assert ctypes.sizeof(buf) >= 256
     if statx(_AT_FDCWD, os.fsencode(path), _AT_SYMLINK_NOFOLLOW, _STATX_BTIME, ctypes.byref(buf)) != 0:
         return None
     if not buf.mask & _STATX_BTIME:

@@ -147,3 +147,23 @@ def test_files_refused_at_the_end_of_a_run_go_elsewhere_and_it_is_said(tmp_path:
     assert err.count("\n") == 1 and f"the results went to {other} instead" in err
     import shutil
     shutil.rmtree(other)
+
+
+def test_the_sonobuoy_hand_over_writes_no_file_through_a_link(tmp_path: Path, results_file: Path) -> None:
+    from drakit.conformance.incluster.sonobuoy import TARBALL, hand_over
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    handed = tmp_path / "sonobuoy"
+    handed.mkdir()
+    (handed / TARBALL).symlink_to(victim)
+    with pytest.raises(UnsafePath, match=f"{TARBALL} is a symbolic link"):
+        hand_over(results_file.parent, {"SONOBUOY_RESULTS_DIR": str(handed)})
+    (handed / TARBALL).unlink()
+    (handed / "done").symlink_to(victim)
+    with pytest.raises(UnsafePath, match="done is a symbolic link"):
+        hand_over(results_file.parent, {"SONOBUOY_RESULTS_DIR": str(handed)})
+    (handed / "done").unlink()
+    import tarfile
+    with tarfile.open(hand_over(results_file.parent, {"SONOBUOY_RESULTS_DIR": str(handed)})) as tar:
+        assert sorted(tar.getnames()) == ["junit.xml", "report.html", "results.json"]
+    assert victim.read_text() == "keep\n" and (handed / "done").read_text() == str(handed / TARBALL)

@@ -98,6 +98,11 @@ def test_report_and_node_check_refuse_a_link_in_their_out(tmp_path: Path, result
     res = _drakit("node-check", "--registry-dir", str(tmp_path), "--driver", "gpu.example.com", "--out", str(out))
     assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stdout + res.stderr
     assert "node-check.txt is a symbolic link" in res.stderr
+    (out / "claims.json").symlink_to(victim)
+    res = _drakit("driver", "sample-claims", "--driver", "gpu.acme.example.com", "--node", "node-1",
+                  "--out", str(out / "claims.json"))
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stdout + res.stderr
+    assert "claims.json is a symbolic link" in res.stderr
     assert victim.read_text() == "keep\n"
 
 

@@ -246,9 +246,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         INTERRUPTS.enter("teardown")  # what is left is printing: a signal is only recorded
     if args.sonobuoy:  # the verdict travels in junit.xml; sonobuoy's worker waits for the done file
+        from drakit.reports.safefs import UnsafePath
         from .incluster.sonobuoy import hand_over
-        print(f"drakit: handed {hand_over(Path(args.out))} to sonobuoy")
-        return EXIT_OK if (Path(args.out) / "junit.xml").is_file() else code
+        from .results import written_folder
+        try:
+            print(f"drakit: handed {hand_over(written_folder(Path(args.out)))} to sonobuoy")
+        except UnsafePath as exc:  # sonobuoy's results folder holds a link or a folder where a file belongs
+            print(f"drakit: sonobuoy's results: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        return EXIT_OK if (written_folder(Path(args.out)) / "junit.xml").is_file() else code
     return INTERRUPTS.exit_code() or code
 
 

@@ -103,7 +103,11 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 def run(args: argparse.Namespace) -> int:
     cmd = args.cluster_command
+    from drakit.clusters.local.errors import UnsafeRunDir
+    from drakit.reports.safefs import UnsafePath, check_path
     try:
+        if getattr(args, "run_dir", None) is not None:
+            check_path(args.run_dir, "--run-dir")  # a newline in it would forge console lines
         if cmd == "build":
             return _build(args)
         if cmd == "build-driver":
@@ -117,6 +121,9 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("drakit cluster: interrupted", file=sys.stderr)
         return 130
+    except (UnsafePath, UnsafeRunDir) as exc:  # a run folder drakit may not act in: nothing was touched
+        print(f"drakit cluster: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     print(f"drakit cluster: unknown command {cmd!r}", file=sys.stderr)
     return EXIT_USAGE
 
@@ -227,6 +234,8 @@ def _up(args: argparse.Namespace) -> int:
             for node, names in drivers.items():
                 shape = dict(zip((inv.node_name for inv in inventories), node_shapes, strict=True)).get(node, "?")
                 print(f"node {node} (kubelet {buildmod.KUBE_VERSION}, hardware {shape}): {', '.join(names)}")
+    except launcher.UnsafeRunDir:
+        raise  # one line and exit 2 (run); nothing of the run dir was touched
     except (launcher.ClusterError, gates.GateError) as e:
         return _err(str(e))
     except BaseException:
@@ -284,6 +293,8 @@ def _down(args: argparse.Namespace) -> int:
     sweep(progress=lambda m: print(f"cluster: {m}", flush=True))  # what killed drakit runs left behind
     try:
         cluster = launcher.LocalCluster.attach(args.run_dir, progress=lambda m: print(f"cluster: {m}", flush=True))
+    except launcher.UnsafeRunDir:
+        raise  # one line and exit 2 (run)
     except launcher.ClusterError as e:
         print(f"drakit cluster: nothing to stop: {e}")
         return EXIT_OK
@@ -300,6 +311,8 @@ def _status(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir) if args.run_dir else launcher.default_run_dir()
     try:
         out["cluster"] = launcher.LocalCluster.attach(run_dir).status()
+    except launcher.UnsafeRunDir:
+        raise  # one line and exit 2 (run)
     except launcher.ClusterError:
         out["cluster"] = None
     if args.json:

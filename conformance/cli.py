@@ -11,6 +11,7 @@ from typing import Any, Sequence
 
 from .crash import CRASH_DIR_ENV, EXIT_BUG, last_resort
 from .lintcli import case_paths as _paths, cmd_lint
+from .outdir import LOCK_FILE, RUN_FILES, lock_out as _lock_out, out_folder as _out_folder
 from .vendorcheck import plugin_problem
 
 SUITES = Path(__file__).with_name("suites")
@@ -26,7 +27,8 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run case suites (the bundled ones when no path is given)")
     run.add_argument("paths", nargs="*", help="case files or folders (default: the bundled suites)")
     run.add_argument("--backend", default="reference", help="reference, cluster, or both comma-separated (default: reference)")
-    run.add_argument("--out", default="drakit-out", help="folder for results.json, junit.xml, report.html (default: drakit-out)")
+    run.add_argument("--out", default="drakit-out", help="folder for results.json, junit.xml, report.html (default: drakit-out); "
+                     "written without following a link, a link or folder in their place refused")
     run.add_argument("-n", "--workers", default="0", help="parallel workers (pytest-xdist), a number or 'auto' (default: 0; 'auto' on the reference "
                           "backend alone is serial, which is faster there)")
     run.add_argument("-k", dest="keyword", default=None, help="only cases matching this pytest -k expression")
@@ -163,19 +165,6 @@ def _dispatch(argv: Sequence[str] | None) -> int:
     return handlers[args.command](args)
 
 
-def _out_folder(out: Path) -> bool:
-    """Create the output folder before anything runs; False (and the one line) when it cannot be."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".drakit-write-test"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        print(f"drakit: --out {out}: cannot write there: {exc.strerror or exc}", file=sys.stderr)
-        return False
-    return True
-
-
 def _workers(args: argparse.Namespace) -> str:
     """``-n auto`` on the reference backend alone runs serially: its cases take milliseconds,
     and each worker's start (imports, CEL engine, caches built again) costs more than it saves
@@ -208,26 +197,6 @@ def max_workers() -> tuple[int, str]:
     if by_memory < by_cores:
         return by_memory, f"1 per 300 MiB of the {memory >> 20:,} MiB of memory available"
     return by_cores, f"4 per CPU core, {cores} core{'s' if cores != 1 else ''}"
-
-
-def _lock_out(out: Path) -> Any:
-    """Lock *out* for this run (an open file holding ``flock``; the kernel drops it when the
-    process ends, however it ends); None, and the one line, when another run holds it."""
-    import fcntl
-    lock = open(out / ".drakit-run.lock", "a+", encoding="ascii")  # noqa: SIM115 - held for the run
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        lock.seek(0)
-        holder = lock.read().strip()
-        lock.close()
-        print(f"drakit run: --out {out} is in use by another drakit run{f' (pid {holder})' if holder.isdigit() else ''}: "
-              f"wait for it or give another --out", file=sys.stderr)
-        return None
-    lock.truncate(0)
-    lock.write(str(os.getpid()))
-    lock.flush()
-    return lock
 
 
 def _check_run_options(args: argparse.Namespace) -> str | None:
@@ -277,9 +246,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         INTERRUPTS.enter("teardown")  # what is left is printing: a signal is only recorded
     if args.sonobuoy:  # the verdict travels in junit.xml; sonobuoy's worker waits for the done file
+        from drakit.reports.safefs import UnsafePath
         from .incluster.sonobuoy import hand_over
-        print(f"drakit: handed {hand_over(Path(args.out))} to sonobuoy")
-        return EXIT_OK if (Path(args.out) / "junit.xml").is_file() else code
+        from .results import written_folder
+        try:
+            print(f"drakit: handed {hand_over(written_folder(Path(args.out)))} to sonobuoy")
+        except UnsafePath as exc:  # sonobuoy's results folder holds a link or a folder where a file belongs
+            print(f"drakit: sonobuoy's results: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        return EXIT_OK if (written_folder(Path(args.out)) / "junit.xml").is_file() else code
     return INTERRUPTS.exit_code() or code
 
 
@@ -298,7 +273,7 @@ def _run(args: argparse.Namespace) -> int:
     if paths is None:
         return EXIT_USAGE
     out = Path(args.out)
-    if not _out_folder(out):
+    if not _out_folder(out, RUN_FILES + (LOCK_FILE,)):
         return EXIT_USAGE
     args.out_lock = _lock_out(out)  # held until the process ends
     if args.out_lock is None:
@@ -366,7 +341,10 @@ def _run(args: argparse.Namespace) -> int:
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
         print("drakit: no cases matched" + (f" -k {args.keyword!r}" if args.keyword else "")
               + (f" -m {args.markexpr!r}" if args.markexpr else ""), file=sys.stderr)
-    if not results_path.exists():
+    from .results import written_folder
+    out = written_folder(out)  # another folder when --out could not take them at the end (said)
+    results_path = out / "results.json"
+    if not results_path.is_file():
         print(f"drakit: the run did not write {results_path}", file=sys.stderr)
         return EXIT_USAGE
     results = json.loads(results_path.read_text())
@@ -418,11 +396,16 @@ def cmd_report(args: argparse.Namespace) -> int:
                 return EXIT_USAGE
     if not _out_folder(out):
         return EXIT_USAGE
-    if args.merge:  # the merged results become the run's results.json, with its reports
-        from .results import write_results
-        written = write_results(results, out)
-    else:
-        written = render_all(results, out)
+    from drakit.reports.safefs import UnsafePath
+    try:
+        if args.merge:  # the merged results become the run's results.json, with its reports
+            from .results import write_results
+            written = write_results(results, out, fallback=False)
+        else:
+            written = render_all(results, out)
+    except UnsafePath as exc:
+        print(f"drakit: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     for _name, path in sorted(written.items()):
         print(f"wrote {path}")
     return EXIT_OK
@@ -468,10 +451,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     comparison = compare_results(old, new, allow_removed=args.allow_removed)
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     out = Path(args.out) if args.out else new_path.parent
-    if not _out_folder(out):
+    if not _out_folder(out, ("compare.html",)):
         return EXIT_USAGE
-    target = out / "compare.html"
-    target.write_text(render_compare_html(comparison), encoding="utf-8", newline="\n")
+    from drakit.reports.safefs import UnsafePath, write_file
+    try:
+        target = write_file(out, "compare.html", render_compare_html(comparison), what="--out")
+    except UnsafePath as exc:
+        print(f"drakit: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     _print_to_pipe(render_compare_text(comparison, color=color) + f"wrote {target}\n")
     return gate_exit_code(comparison)
 

@@ -318,13 +318,34 @@ def read_plan(out: str | None, shard: Any) -> dict[str, Any]:
     return data
 
 
-def write_results(results: dict[str, Any], out: Path) -> dict[str, Path]:
+#: The folder each ``--out`` actually received its files in (another one when it refused them).
+_WRITTEN: dict[str, Path] = {}
+
+
+def written_folder(out: Path) -> Path:
+    """Where :func:`write_results` put the files meant for *out* (*out* itself, normally)."""
+    return _WRITTEN.get(str(out), out)
+
+
+def write_results(results: dict[str, Any], out: Path, *, fallback: bool = True) -> dict[str, Path]:
+    """Write ``results.json``, ``junit.xml`` and ``report.html`` into *out*, never through a link
+    (:mod:`drakit.reports.safefs`). When *out* refuses them at the end of a run (a link or a
+    folder planted there meanwhile) and *fallback* is set, they go to a new private folder in the
+    temp dir instead, said in one line, so that a run's results are never lost."""
     from drakit.reports.render import render_all
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "results.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(results, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")
-    tmp.replace(path)
-    files = {"results.json": path}
-    files.update(render_all(results, out))
+    from drakit.reports.safefs import UnsafePath, write_file
+    text = json.dumps(results, indent=2, sort_keys=False, default=str) + "\n"
+    try:
+        files = {"results.json": write_file(out, "results.json", text, what="--out")}
+        files.update(render_all(results, out))
+    except UnsafePath as exc:
+        if not fallback:
+            raise
+        import sys
+        import tempfile
+        other = Path(tempfile.mkdtemp(prefix="drakit-results-"))
+        files = {"results.json": write_file(other, "results.json", text)}
+        files.update(render_all(results, other))
+        print(f"drakit: {exc}; the results went to {other} instead", file=sys.stderr)
+        _WRITTEN[str(out)] = other
     return files

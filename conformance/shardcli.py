@@ -36,8 +36,10 @@ def merge_shard_files(paths: Sequence[str], out_arg: str | None) -> int:
         print(f"drakit report --merge: --out {out} would overwrite a shard's results.json: give another --out",
               file=sys.stderr)
         return EXIT_USAGE
+    from .outdir import out_folder
+    if not out_folder(out, command="drakit report --merge"):
+        return EXIT_USAGE
     try:
-        out.mkdir(parents=True, exist_ok=True)
         merged = merge_results(sources, out)
     except ShardMergeError as exc:
         print(f"drakit report --merge: {exc}", file=sys.stderr)

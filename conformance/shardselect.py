@@ -11,8 +11,6 @@ collects the same items and writes the same plan). The results collector puts it
 from __future__ import annotations
 
 import json
-import os
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +46,6 @@ class ShardSelect:
             config.hook.pytest_deselected(items=dropped)
         items[:] = keep
         if self.out is not None:
-            self.out.mkdir(parents=True, exist_ok=True)
-            tmp = self.out / f"{PLAN_FILE}.{uuid.uuid4().hex}.tmp"
-            tmp.write_text(json.dumps({"index": self.shard.index, "count": self.shard.count, "plan": entries}),
-                           encoding="utf-8")
-            os.replace(tmp, self.out / PLAN_FILE)
+            from drakit.reports.safefs import write_file
+            write_file(self.out, PLAN_FILE, json.dumps({"index": self.shard.index, "count": self.shard.count,
+                                                        "plan": entries}), what="--out")

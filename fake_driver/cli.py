@@ -163,7 +163,13 @@ def cmd_sample_claims(args: argparse.Namespace) -> int:
     if args.out is None:
         sys.stdout.write(text)
     else:
-        args.out.write_text(text, encoding="utf-8")
+        from drakit.reports.safefs import UnsafePath, check_path, write_file
+        try:  # never through a link, never over a folder
+            target = check_path(args.out, "--out")
+            write_file(target.parent, target.name, text, what="--out: folder")
+        except UnsafePath as err:
+            print(f"drakit driver sample-claims: {err}", file=sys.stderr)
+            return EXIT_USAGE
         print(f"wrote {len(claims)} claims to {args.out}")
     return EXIT_OK
 

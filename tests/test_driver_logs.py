@@ -12,7 +12,7 @@ def test_a_window_holds_what_the_logs_gained_errors_first(tmp_path: Path, monkey
     logs = DriverLogs(tmp_path)
     plugin, controller = logs.path("n1-plugin"), logs.path("controller")
     assert plugin.parent == tmp_path / "driver-logs"
-    plugin.parent.mkdir(parents=True)
+    assert plugin.parent.is_dir() and not plugin.parent.is_symlink()  # made by DriverLogs, never through a link
     plugin.write_text("# 2026-12-03 drv --node n1\nI1203 earlier case\n")
     controller.write_text("")
     marks = logs.marks()

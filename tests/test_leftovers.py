@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -14,6 +15,11 @@ import pytest
 from drakit.clusters.leftovers import OWNER_FILE, claim, sweep
 from drakit.clusters.local import procs
 from drakit.clusters.local.launcher import MARKER
+
+
+def _made(tmp: Path, prefix: str) -> Path:
+    """A folder as drakit makes it: mkdtemp's name and mode 0700."""
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=tmp))
 
 
 def _dead_pid() -> tuple[int, int | None]:
@@ -25,22 +31,18 @@ def _dead_pid() -> tuple[int, int | None]:
 
 def test_sweep_removes_dead_runs_folders_and_keeps_live_and_foreign_ones(tmp_path: Path) -> None:
     pid, ticks = _dead_pid()
-    dead_node = tmp_path / "drakit-node1"
-    dead_node.mkdir()
+    dead_node = _made(tmp_path, "drakit-")
     (dead_node / OWNER_FILE).write_text(json.dumps({"pid": pid, "start_ticks": ticks}))
     (dead_node / "plugins").mkdir()
-    live_node = tmp_path / "drakit-node2"
-    live_node.mkdir()
+    live_node = _made(tmp_path, "drakit-")
     claim(live_node)  # this process: alive
-    dead_cluster = tmp_path / "drakit-local-abc"
-    dead_cluster.mkdir()
+    dead_cluster = _made(tmp_path, "drakit-local-")
     (dead_cluster / MARKER).write_text("x")
-    outside = tmp_path / "drakit-n-xyz"
-    outside.mkdir()
+    outside = _made(tmp_path, "drakit-n-")
+    procs.tie(outside, dead_cluster)
     procs.write_state(dead_cluster, {"owner": {"pid": pid, "start_ticks": ticks}, "detached": False, "processes": [],
                                      "extra_dirs": [str(outside)]})
-    detached = tmp_path / "drakit-local-up"
-    detached.mkdir()
+    detached = _made(tmp_path, "drakit-local-")
     (detached / MARKER).write_text("x")
     procs.write_state(detached, {"owner": {"pid": pid, "start_ticks": ticks}, "detached": True, "processes": []})
     unrelated = tmp_path / "drakit-something-else"
@@ -50,9 +52,8 @@ def test_sweep_removes_dead_runs_folders_and_keeps_live_and_foreign_ones(tmp_pat
     (other / OWNER_FILE).write_text(json.dumps({"pid": pid, "start_ticks": ticks}))
     said: list[str] = []
     removed = sweep(tmp_path, progress=said.append)
-    assert sorted(p.name for p in removed) == ["drakit-local-abc", "drakit-node1"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["drakit-local-up", "drakit-node2", "drakit-something-else",
-                                                         "not-drakit"]
+    assert sorted(removed) == sorted([dead_cluster, dead_node])  # and the folder tied to the first, with it
+    assert sorted(tmp_path.iterdir()) == sorted([detached, live_node, unrelated, other])
     assert said == [f"removed 2 folder(s) that killed drakit runs left in {tmp_path}"]
     assert os.path.isdir(live_node)
 
@@ -60,11 +61,9 @@ def test_sweep_removes_dead_runs_folders_and_keeps_live_and_foreign_ones(tmp_pat
 def test_a_kubelet_nodes_folder_outside_its_run_folder_goes_once_that_run_folder_is_gone(tmp_path: Path) -> None:
     """A run killed after its run folder went (or whose run folder someone removed) leaves its
     kubelet nodes' folder: swept then, unless its cluster still runs or a process names it."""
-    run_dir = tmp_path / "drakit-local-abc"
-    run_dir.mkdir()
+    run_dir = _made(tmp_path, "drakit-local-")
     (run_dir / MARKER).write_text("x")
-    nodes = tmp_path / "drakit-n-xyz"
-    nodes.mkdir()
+    nodes = _made(tmp_path, "drakit-n-")
     procs.tie(nodes, run_dir)
     (nodes / "node1").mkdir()
     assert sweep(tmp_path) == []  # its cluster's run folder is there: no owner state, kept
@@ -95,8 +94,7 @@ def test_a_containerd_runs_cgroups_go_with_its_record_once_the_run_folder_is_gon
     if not made:
         pytest.skip("no cgroup hierarchy here")
     try:
-        record = tmp_path / "drakit-cg-abc"
-        record.mkdir()
+        record = _made(tmp_path, "drakit-cg-")
         procs.tie(record, run_dir)
         assert sweep(tmp_path) == [record]
         assert cgroup_dirs(cgroup_parent(run_dir, "")) == []

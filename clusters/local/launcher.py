@@ -34,8 +34,8 @@ from typing import Any
 
 from drakit.clusters.local import build as buildmod
 from drakit.clusters.local import gates as gatesmod
-from drakit.clusters.local import kubeletnode, kwokconfig, pki, procs
-from drakit.clusters.local.errors import ClusterError
+from drakit.clusters.local import kubeletnode, kwokconfig, ownstate, pki, procs
+from drakit.clusters.local.errors import ClusterError, UnsafeRunDir
 from drakit.clusters.local.flags import ComponentFlags, FlagError, check_component_args, merge_flags
 from drakit.clusters.local.realnodes import KubeletNodes, RealNodes, remove_run_cgroups
 
@@ -43,7 +43,7 @@ RUNTIME_CONFIG = (
     "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true,"
     "resource.k8s.io/v1alpha3=true,scheduling.k8s.io/v1beta1=true"
 )
-MARKER = ".drakit-local-cluster"
+from drakit.clusters.local.ownstate import MARKER  # noqa: E402 - re-exported: the run folder's marker
 KUBE_COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 
 Progress = Callable[[str], None]
@@ -227,18 +227,26 @@ class LocalCluster(ComponentFlags, KubeletNodes):
     def attach(cls, run_dir: Path | str | None = None, progress: Progress | None = None) -> LocalCluster:
         """A handle on a cluster that ``drakit cluster up`` started (for ``down`` / ``status``)."""
         c = cls(run_dir, detached=True, progress=progress)
-        state = procs.read_state(c.run_dir)
-        if state is None:
+        run = c._own_state()  # only what is proven drakit's is stopped or removed (ownstate)
+        if run is None:
             raise ClusterError(f"no local cluster state in {c.run_dir}")
-        c._procs = procs.procs_from_state(state)
+        state = run.state
+        c._procs = [p for p in procs.procs_from_state(state) if p not in run.unproven]
         c.ports = {str(k): int(v) for k, v in state.get("ports", {}).items()}
         c._created_dir = bool(state.get("created_dir"))
         c.bin_dir = Path(state.get("bin_dir", c.bin_dir))
         c.gates = state.get("gates", {})
         c.stage_set = state.get("stage_set", c.stage_set)
-        c._extra_dirs = [str(x) for x in state.get("extra_dirs", [])]
+        c._extra_dirs = [str(x) for x in run.tied]
         c._up = True
         return c
+
+    def _own_state(self) -> ownstate.RunState | None:
+        try:  # only what is proven drakit's is stopped or removed (ownstate)
+            default = self.run_dir == default_run_dir() and not os.environ.get("XDG_RUNTIME_DIR")
+            return ownstate.checked_state(self.run_dir, default, self.progress)
+        except ValueError as exc:
+            raise UnsafeRunDir(str(exc)) from None
 
     def status(self) -> dict[str, Any]:
         """Which processes are alive and whether the API server answers /readyz."""
@@ -256,15 +264,16 @@ class LocalCluster(ComponentFlags, KubeletNodes):
     # -------------------------------------------------------------- run dir
     def _prepare_run_dir(self) -> None:
         d = self.run_dir
+        run = self._own_state()
         if d.exists():
-            state = procs.read_state(d)
-            if state is not None:
-                self._handle_existing_state(state)
+            state = run.state if run is not None else None
+            if run is not None:
+                self._handle_existing_state(run)
             elif any(d.iterdir()) and not (d / MARKER).exists():
                 raise ClusterError(f"run dir {d} is not empty and is not a drakit run dir; pick another --run-dir")
             elif (d / MARKER).exists():
                 self.progress(f"removing leftovers of an earlier run in {d}")
-                self._wipe_contents()
+                ownstate.wipe(self.run_dir)
             self._created_dir = bool(state.get("created_dir")) if state else False
         else:
             d.mkdir(parents=True, mode=0o700)
@@ -275,9 +284,8 @@ class LocalCluster(ComponentFlags, KubeletNodes):
         (d / MARKER).write_text("drakit local cluster run dir; removed by 'drakit cluster down'\n")
         self._save_state()
 
-    def _handle_existing_state(self, state: Mapping[str, Any]) -> None:
-        old = procs.procs_from_state(state)
-        alive = [p for p in old if procs.info_alive(p)]
+    def _handle_existing_state(self, run: ownstate.RunState) -> None:
+        state, alive = run.state, run.procs
         owner = state.get("owner") or {}
         owner_alive = procs.is_alive(int(owner.get("pid", 0) or 0), owner.get("start_ticks"))
         if alive and state.get("detached"):
@@ -292,16 +300,9 @@ class LocalCluster(ComponentFlags, KubeletNodes):
             procs.stop(stop_order(alive), progress=self.progress)
         else:
             self.progress(f"stale run dir {self.run_dir} from a killed run: cleaning")
-        for extra in state.get("extra_dirs", []):
-            shutil.rmtree(str(extra), ignore_errors=True)
-        self._wipe_contents()
-
-    def _wipe_contents(self) -> None:
-        for child in self.run_dir.iterdir():
-            if child.is_dir() and not child.is_symlink():
-                shutil.rmtree(child, ignore_errors=True)
-            else:
-                child.unlink(missing_ok=True)
+        for extra in run.tied:  # only folders proven tied to this run folder
+            shutil.rmtree(extra, ignore_errors=True)
+        ownstate.wipe(self.run_dir)
 
     def _remove_run_dir(self) -> None:
         d = self.run_dir
@@ -313,7 +314,7 @@ class LocalCluster(ComponentFlags, KubeletNodes):
         if self._created_dir:
             shutil.rmtree(d, ignore_errors=True)
         else:
-            self._wipe_contents()
+            ownstate.wipe(self.run_dir)
 
     def _save_state(self) -> None:
         if not self.run_dir.exists():

@@ -123,7 +123,8 @@ def spawn(
             command = [wrapper, "--pdeathsig", "KILL", "--", *argv]
         else:
             preexec = _pdeathsig
-    with log.open("ab") as fh:
+    from drakit.reports.safefs import open_append
+    with os.fdopen(open_append(log), "ab") as fh:  # never through a link (a log under --out, too)
         fh.write(f"# {time.strftime('%Y-%m-%dT%H:%M:%S')} {' '.join(argv)}\n".encode())
         fh.flush()
         proc = subprocess.Popen(
@@ -319,15 +320,6 @@ def tie(folder: Path, run_dir: Path) -> None:
     the run's pods' cgroups), as *run_dir*'s, so that a sweep can remove it, and those cgroups,
     once that run folder is gone (clusters/leftovers.py)."""
     (folder / CLUSTER_FILE).write_text(json.dumps({"run_dir": str(run_dir)}))
-
-
-def tied_to(folder: Path) -> Path | None:
-    """The run folder *folder* is tied to (None when it is not, or the record is unreadable)."""
-    try:
-        run_dir = json.loads((folder / CLUSTER_FILE).read_text()).get("run_dir")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return Path(run_dir) if isinstance(run_dir, str) and Path(run_dir).is_absolute() else None
 
 
 def procs_from_state(state: Mapping[str, Any]) -> list[ProcInfo]:

@@ -135,7 +135,11 @@ class RealNodes:
     def add(self, name: str, labels: Mapping[str, str] | None = None) -> KubeletNode:
         if name in self.nodes:
             raise RealNodeError(f"kubelet node {name} is already running")
-        node_dir = self.nodes_dir / name
+        from drakit.reports.safefs import UnsafePath, check_name
+        try:
+            node_dir = self.nodes_dir / check_name(name, "node name")  # a case's node name: never a path
+        except UnsafePath as exc:
+            raise RealNodeError(str(exc)) from None
         if len(str(node_dir)) > MAX_NODE_DIR:
             raise RealNodeError(f"node folder {node_dir} is too long for its Unix sockets; use a shorter node name")
         try:

@@ -24,7 +24,7 @@ class ClusterLock:
 
     def _open(self) -> tuple[int, int]:
         if self._fds is None:
-            flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+            flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)  # never a link
             self._fds = (os.open(self.folder / "turnstile", flags, 0o600), os.open(self.folder / "cluster", flags, 0o600))
         return self._fds
 

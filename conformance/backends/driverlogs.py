@@ -25,12 +25,16 @@ class DriverLogs:
         worker = os.environ.get("PYTEST_XDIST_WORKER")
         if out is None:
             self.dir = Path(tempfile.mkdtemp(prefix="drakit-driver-logs-"))
-        else:
-            self.dir = Path(out) / "driver-logs" / (worker or "")
+        else:  # made under --out without following a link (drakit.reports.safefs)
+            from drakit.reports.safefs import make_subdir
+            self.dir = make_subdir(Path(out), "driver-logs", "--out")
+            if worker:
+                self.dir = make_subdir(self.dir, worker, "--out")
         self._paths: list[Path] = []
 
     def path(self, name: str) -> Path:
-        p = self.dir / f"{name}.log"
+        from drakit.reports.safefs import check_name
+        p = self.dir / check_name(f"{name}.log", "log file name")  # a configuration's name: never a path
         if p not in self._paths:
             self._paths.append(p)
         return p

@@ -75,11 +75,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"drakit explain: warning: {w}", file=sys.stderr)
     if args.save_state:
         from .state import saved_state
+        from drakit.reports.safefs import UnsafePath, check_path, write_file
         try:
-            Path(args.save_state).write_text(json.dumps(saved_state(objects, gates), indent=1, default=str) + "\n",
-                                             encoding="utf-8")
-        except OSError as exc:
-            return _fail(f"--save-state {args.save_state}: cannot write: {exc.strerror or exc}")
+            target = check_path(args.save_state, "--save-state")
+            write_file(target.parent, target.name, json.dumps(saved_state(objects, gates), indent=1, default=str) + "\n",
+                       what="--save-state: folder")
+        except UnsafePath as exc:
+            return _fail(str(exc))
     if args.output == "json":
         print(json.dumps(out, indent=2))
     else:

@@ -120,6 +120,9 @@ def run_in_cluster(args: argparse.Namespace) -> int:
         print(f"drakit run: {exc}", file=sys.stderr)
         return EXIT_USAGE
     out = Path(args.out)
+    from ..outdir import out_folder
+    if not out_folder(out, command="drakit run"):  # a link or a folder in it, or not writable: before the shards
+        return EXIT_USAGE
     from drakit.conformance.backends.base import HarnessError
     from drakit.conformance.backends.kubeapi import KubeApi
     try:
@@ -221,11 +224,16 @@ def _report(run: Any, out: Path, interrupted: str | None, wall: float) -> int:
         print(f"drakit: verdict INCOMPLETE: no shard brought results back ({wall:.0f} s); nothing written",
               file=sys.stderr)
         return EXIT_FAILED
-    out.mkdir(parents=True, exist_ok=True)
+    from drakit.reports.safefs import UnsafePath, write_file
+    from ..results import written_folder
+    merged = merge_results(parts, out, lost={i: (w or "it did not end") for i, w in lost.items()}, extra_reasons=extra)
+    out = written_folder(out)  # another folder when --out refused them (said)
     for s in run.shards:
         if s.results is not None:
-            (out / f"shard-{s.index}.json").write_text(json.dumps(s.results), encoding="utf-8")
-    merged = merge_results(parts, out, lost={i: (w or "it did not end") for i, w in lost.items()}, extra_reasons=extra)
+            try:
+                write_file(out, f"shard-{s.index}.json", json.dumps(s.results), what="--out")
+            except UnsafePath as exc:
+                print(f"drakit: {exc}", file=sys.stderr)
     print(render_summary(merged, color=False, matrix=True), end="")
     print(f"drakit: {run.count} shards in the cluster, {wall:.1f} s wall; wrote {out / 'results.json'}, "
           f"{out / 'junit.xml'}, {out / 'report.html'}")

@@ -114,14 +114,14 @@ def results_dir(environ: Any = None) -> Path:
 def hand_over(out: Path, environ: Any = None) -> Path:
     """Tar the reports in *out* into sonobuoy's results folder and write its ``done`` file
     (the tarball's path); the tarball."""
+    import io
+    from drakit.reports.safefs import write_file
     folder = results_dir(environ)
-    folder.mkdir(parents=True, exist_ok=True)
-    tarball = folder / TARBALL
-    with tarfile.open(tarball, "w:gz") as tar:
+    packed = io.BytesIO()
+    with tarfile.open(fileobj=packed, mode="w:gz") as tar:
         for name in ("junit.xml", "results.json", "report.html"):
-            if (out / name).is_file():
+            if (out / name).is_file() and not (out / name).is_symlink():  # never a link's target
                 tar.add(out / name, arcname=name)
-    tmp = folder / "done.tmp"
-    tmp.write_text(str(tarball), encoding="utf-8")
-    tmp.replace(folder / "done")
+    tarball = write_file(folder, TARBALL, packed.getvalue())  # never through a link either
+    write_file(folder, "done", str(tarball))
     return tarball

@@ -58,6 +58,13 @@ def run(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
         print(f"drakit node-check: {message}", file=sys.stderr)
         return EXIT_USAGE
 
+    from drakit.reports.safefs import UnsafePath, check_name, preflight
+    try:  # the driver's name becomes a socket's file name; --out is checked before the run
+        check_name(args.driver, "--driver")
+        if args.out is not None:
+            preflight(args.out, ("node-check.json", "node-check.txt"), "--out")
+    except UnsafePath as exc:
+        return usage(str(exc))
     claims: list[dict[str, Any]] = []
     if args.claims is not None:
         try:
@@ -109,9 +116,12 @@ def run(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
     text = render_text(cases, args.driver, header)
     sys.stdout.write(text)
     if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "node-check.json").write_text(json.dumps(cases, indent=2) + "\n", encoding="utf-8")
-        (args.out / "node-check.txt").write_text(text, encoding="utf-8")
+        from drakit.reports.safefs import UnsafePath, write_file
+        try:
+            write_file(args.out, "node-check.json", json.dumps(cases, indent=2) + "\n", what="--out")
+            write_file(args.out, "node-check.txt", text, what="--out")
+        except UnsafePath as exc:
+            return usage(str(exc))
     return EXIT_FAILED if any(decides_failure(c) for c in cases) else EXIT_OK
 
 

@@ -121,6 +121,8 @@ class FakeDriver:
     def __init__(self, config: PluginConfig, inventory: NodeInventory, claims: ClaimSource) -> None:
         if config.device_metadata:
             metadata.check_versions(config.metadata_versions)
+        from drakit.reports.safefs import check_name
+        check_name(config.driver, "driver name")  # its folders and sockets are named after it: never a path
         self.config = config
         self.driver = config.driver
         self.inventory = inventory

@@ -205,3 +205,71 @@ def test_the_runner_adds_the_cause_to_the_summary_of_a_failed_expectation() -> N
     assert out.failure is not None and out.failure["summary"] == (
         "pod monitor is Pending, expected Running: the kubelet could not prepare its claims "
         "(FailedPrepareDynamicResources): NodePrepareResources failed for ResourceClaim admin: admin access refused")
+
+
+def test_the_driver_side_fails_a_contradicted_behaviour_instead_of_skipping_it() -> None:
+    from pathlib import Path
+
+    from drakit.conformance.backends.drivertarget import DriverSide
+    from drakit.conformance.cases.loader import load_file
+    from drakit.fake_driver.profile import load_profile, load_vendor_profile
+
+    suite = Path(__file__).resolve().parents[1] / "conformance" / "suites" / "driver" / "optional.case.yaml"
+    case = next(c for c in load_file(suite, load_profile()).cases if c.id == "driver/partitionable-devices")
+
+    class Api:
+        def __init__(self, slices: list[dict[str, Any]]) -> None:
+            self.slices = slices
+
+        def list(self, kind: str, namespace: str | None) -> list[dict[str, Any]]:
+            return self.slices if kind == "ResourceSlice" else []
+
+    side = DriverSide(Api(partition_overcommit(acme_slices())), load_vendor_profile())
+    assert side.unmet(case) is None  # not skipped as inventory: it runs, and fails at once
+
+    class Session:
+        api, namespace = None, "ns"
+
+    session = Session()
+    side.prepare_session(session, case)
+    assert "contradict it" in session.contradiction and "overcommit" in session.contradiction  # type: ignore[attr-defined]
+    good = DriverSide(Api(acme_slices()), load_vendor_profile())
+    assert good.unmet(case) is None and not good._contradicted  # bound: the case proves it on the cluster
+    good.prepare_session(session, case)
+    assert session.contradiction is None  # type: ignore[attr-defined]
+
+
+def test_prepared_as_allocated_reads_the_answer_the_kubelet_recorded(tmp_path: Any) -> None:
+    """The kubelet's DRA checkpoint (the node agent writes the same format) holds the devices of
+    the driver's answer; an answer naming another device than the allocated one fails."""
+    from types import SimpleNamespace
+
+    from drakit.clusters.nodeagent.checkpoint import AgentCheckpoint, ClaimInfo
+    from drakit.clusters.nodeagent.client import DeviceResult
+    from drakit.conformance.backends.drivernodereads import NodeReads
+    from drakit.conformance.cases.checks import ExpectationFailed
+    from drakit.conformance.cases.driverchecks import check_prepared_as_allocated
+
+    def record(device: str) -> None:
+        info = ClaimInfo("uid-c", "ns", "c", {"pod-uid"},
+                         {GPU: (DeviceResult(GPU, "n1", device, ("dev",), (f"k8s.{GPU}/gpu=uid-c-{device}",)),)})
+        AgentCheckpoint(tmp_path, durable=False).save({"uid-c": info})
+
+    reads = NodeReads()
+    reads.dut = SimpleNamespace(driver=GPU)
+    reads.nodes = {"n1": SimpleNamespace(name="n1", kubelet=SimpleNamespace(paths=SimpleNamespace(root_dir=tmp_path)))}
+    claim = {"metadata": {"name": "c", "uid": "uid-c"},
+             "status": {"allocation": {"devices": {"results": [{"request": "dev", "driver": GPU, "pool": "n1",
+                                                                "device": "gpu0"}]}}}}
+    s = Session({("ResourceClaim", "c"): claim})
+    s.driver_nodes, s.vendor = reads, SimpleNamespace(under_test=SimpleNamespace(driver=GPU))  # type: ignore[attr-defined]
+    with pytest.raises(ExpectationFailed, match="no node holds claim c prepared"):
+        check_prepared_as_allocated(s, {"claim": "c"})  # type: ignore[arg-type]
+    record("gpu0")
+    check_prepared_as_allocated(s, {"claim": "c"})  # type: ignore[arg-type]
+    record("gpu1")
+    with pytest.raises(ExpectationFailed) as err:
+        check_prepared_as_allocated(s, {"claim": "c"})  # type: ignore[arg-type]
+    assert err.value.summary == (f"the {GPU} driver's NodePrepareResources answer for claim c on n1 (as the kubelet "
+                                 "recorded it): the answer names device(s) n1/gpu1, which the claim was not allocated "
+                                 "(allocated: n1/gpu0)")

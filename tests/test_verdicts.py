@@ -84,9 +84,12 @@ def test_the_prepare_answer_must_name_exactly_the_allocated_devices_with_their_r
     other = devices_against_allocation(results, [(("dev",), "n1", "gpu2"), (("pair",), "n1", "gpu1")])
     assert other == ["the answer names device(s) n1/gpu2, which the claim was not allocated (allocated: n1/gpu0, n1/gpu1)",
                      "the answer does not name the allocated device(s) n1/gpu0"]
-    unnamed = devices_against_allocation(results, [((), "n1", "gpu0"), (("pair",), "n1", "gpu1")])
-    assert unnamed == ["device n1/gpu0 does not name request(s) ['dev'] it was allocated for (the kubelet gives a "
+    unnamed = devices_against_allocation(results, [(("pair",), "n1", "gpu0"), (("pair",), "n1", "gpu1")])
+    assert unnamed == ["device n1/gpu0 serves requests ['pair'] it was not allocated for (or names a subrequest)",
+                       "device n1/gpu0 does not name request(s) ['dev'] it was allocated for (the kubelet gives a "
                        "container only the devices of the requests it uses)"]
+    # no request names: the device serves every request of the claim (the DRA gRPC API's rule)
+    assert devices_against_allocation(results, [((), "n1", "gpu0"), ((), "n1", "gpu1")]) == []
     twice = devices_against_allocation(results[:1], [(("dev",), "n1", "gpu0")] * 2)
     assert twice == ["the answer names n1/gpu0 (2 times, allocated 1)"]
     # the planted fault names the next device of the pool

@@ -102,8 +102,8 @@ def devices_against_allocation(results: Sequence[dict[str, Any]],
                                devices: Sequence[tuple[Sequence[str], str, str]]) -> list[str]:
     """What is wrong with the devices a driver's NodePrepareResources answer names for one claim
     (``devices``: request names, pool, device), given the claim's allocation results of that
-    driver: every allocated device named, with the requests it was allocated for, no device
-    named more often than allocated, and nothing else."""
+    driver: every allocated device named, with the requests it was allocated for (no request
+    names: all of them), no device named more often than allocated, and nothing else."""
     want = Counter((r["pool"], r["device"]) for r in results)
     got = Counter((pool, device) for _, pool, device in devices)
     problems = []
@@ -122,8 +122,11 @@ def devices_against_allocation(results: Sequence[dict[str, Any]],
     for r in results:
         requests.setdefault((r["pool"], r["device"]), set()).add(r.get("request", "").partition("/")[0])
     named: dict[tuple[str, str], set[str]] = {}
+    serves_all = set()  # named with no request names: the device serves every request (the proto's rule)
     for request_names, pool, device in devices:
         named.setdefault((pool, device), set()).update(request_names)
+        if not request_names:
+            serves_all.add((pool, device))
     for (pool, device), names in sorted(named.items()):
         if (pool, device) not in want:
             continue
@@ -131,7 +134,8 @@ def devices_against_allocation(results: Sequence[dict[str, Any]],
         if extra:
             problems.append(f"device {pool}/{device} serves requests {sorted(extra)} it was not allocated for "
                             "(or names a subrequest)")
-        lacking = requests[(pool, device)] - {n.partition("/")[0] for n in names}
+        lacking = set() if (pool, device) in serves_all else \
+            requests[(pool, device)] - {n.partition("/")[0] for n in names}
         if lacking:
             problems.append(f"device {pool}/{device} does not name request(s) {sorted(lacking)} it was allocated for "
                             "(the kubelet gives a container only the devices of the requests it uses)")

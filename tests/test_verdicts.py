@@ -273,6 +273,46 @@ def test_prepared_as_allocated_reads_the_answer_the_kubelet_recorded(tmp_path: A
     record("gpu1")
     with pytest.raises(ExpectationFailed) as err:
         check_prepared_as_allocated(s, {"claim": "c"})  # type: ignore[arg-type]
+    assert err.value.final  # the kubelet keeps the answer until it unprepares the claim: no waiting
     assert err.value.summary == (f"the {GPU} driver's NodePrepareResources answer for claim c on n1 (as the kubelet "
                                  "recorded it): the answer names device(s) n1/gpu1, which the claim was not allocated "
                                  "(allocated: n1/gpu0)")
+
+
+def test_a_log_line_still_being_written_is_not_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cut value read as a wrong one would now fail at once (a wrong value is final)."""
+    import kubernetes.client
+
+    from drakit.conformance.backends.containers import env_from_log
+
+    class Core:
+        def __init__(self, client: Any) -> None:
+            pass
+
+        def read_namespaced_pod_log(self, pod: str, namespace: str, container: str | None = None) -> str:
+            return text
+
+    monkeypatch.setattr(kubernetes.client, "CoreV1Api", Core)
+    api = type("Api", (), {"api_client": None})()
+    text = "A=1\nDRAKIT_GPU0_DEVICE=gp"
+    assert env_from_log(api, "ns", "p", None) == {"A": "1"}
+    text = "A=1\nDRAKIT_GPU0_DEVICE=gpu0\n"
+    assert env_from_log(api, "ns", "p", None) == {"A": "1", "DRAKIT_GPU0_DEVICE": "gpu0"}
+
+
+def test_a_wrong_value_fails_at_once_and_a_missing_variable_is_waited_for() -> None:
+    from types import SimpleNamespace
+
+    from drakit.conformance.cases.checks import ExpectationFailed
+    from drakit.conformance.cases.driverchecks import check_container_env
+
+    claim = {"metadata": {"name": "c", "uid": "u"}, "status": {"allocation": {"devices": {"results": [
+        {"request": "dev", "driver": GPU, "pool": "n1", "device": "gpu0"}]}}}}
+    s = Session({("ResourceClaim", "c"): claim, ("Pod", "p"): pod("p", "n1")})
+    s.vendor = SimpleNamespace(under_test=SimpleNamespace(  # type: ignore[attr-defined]
+        driver=GPU, container_env=(("DRAKIT_{DEVICE}_DEVICE", "{device}"),), cpuset_env=None))
+    for got, final in (({"DRAKIT_GPU0_DEVICE": "wrong-gpu0"}, True), ({}, False)):
+        s.container_env = lambda pod, container, got=got: got  # type: ignore[attr-defined]
+        with pytest.raises(ExpectationFailed) as err:
+            check_container_env(s, {"pod": "p", "container": "main", "claim": "c"})  # type: ignore[arg-type]
+        assert err.value.final is final, err.value.summary

@@ -181,8 +181,11 @@ def check_container_env(s: Session, body: dict[str, Any]) -> None:
         return
     missing = {k: v for k, v in want.items() if not _env_matches(v, got.get(k))}
     if missing:
+        # a variable present with another value stays so (a container's environment is set at its
+        # start, and only whole lines are read): waiting longer cannot help; a missing one may still come
         raise ExpectationFailed(f"the container of pod {body['pod']} {env_mismatch(missing, got)}",
-                                expected=_shown(want), actual={k: got.get(k) for k in want})
+                                expected=_shown(want), actual={k: got.get(k) for k in want},
+                                final=any(k in got for k in missing))
     if dut.cpuset_env:
         _check_cpuset(dut, claim, body, got, (pod or {}).get("spec", {}).get("nodeName") or "")
 
@@ -276,10 +279,11 @@ def check_prepared_as_allocated(s: Session, body: dict[str, Any]) -> None:
     problems = devices_against_allocation(results, devices)
     if problems:
         shown = [f"{p}/{d} for {list(r)}" for r, p, d in devices]
+        # once the answer has devices the kubelet keeps it until it unprepares the claim: final
         raise ExpectationFailed(f"the {dut.driver} driver's NodePrepareResources answer for claim {body['claim']} on "
                                 f"{node} (as the kubelet recorded it): {problems[0]}",
                                 expected=[f"{r['pool']}/{r['device']} for {[r['request'].partition('/')[0]]}"
-                                          for r in results], actual=shown)
+                                          for r in results], actual=shown, final=bool(devices))
 
 
 def check_cdi_clean(s: Session, body: dict[str, Any]) -> None:

@@ -1,5 +1,8 @@
 """Planted driver faults on real kubelets each fail the behaviour they break, and the failure
-says why (issue 33): one run of the cases they touch, every fault planted at once."""
+says why (issue 33): one run of the cases they touch, every fault planted at once. Each of these
+fails at once (a wrong answer or value is final); admin-prepare-fails is left out here because a
+refused prepare is retried by the kubelet and its case waits out its minute (tests/test_verdicts.py
+holds the summary it gives)."""
 
 from __future__ import annotations
 
@@ -11,8 +14,8 @@ from drakit.clusters.local.pytest_fixture import skip_or_fail, skip_reason
 
 from .test_driver_suite import run_suite
 
-FAULTS = "prepare-other-device,env-wrong-value,admin-prepare-fails,partition-overcommit"
-CASES = "(prepare and not unprepare) or pod-env or admin or partitionable"
+FAULTS = "prepare-other-device,env-wrong-value,partition-overcommit"
+CASES = "(prepare and not unprepare) or pod-env or partitionable"
 
 
 @pytest.fixture(autouse=True)
@@ -33,8 +36,6 @@ def test_planted_faults_fail_their_behaviour_and_say_why(tmp_path: Path) -> None
         "driver/prepare": ("NodePrepareResources answer for claim c", "which the claim was not allocated"),
         # the variable is there, with another value: both values are shown
         "driver/pod-env": ("has DRAKIT_", "='wrong-", "expected '"),
-        # the driver refused to prepare: its own message, from the kubelet's event
-        "driver/admin-access": ("pod monitor is", "FailedPrepareDynamicResources", "admin access refused"),
         # partitions consuming none of the counters they share: a failure, not an inventory skip
         "driver/partitionable-devices": ("contradict it", "consume none of it", "overcommit"),
     }.items():

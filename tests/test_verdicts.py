@@ -316,3 +316,13 @@ def test_a_wrong_value_fails_at_once_and_a_missing_variable_is_waited_for() -> N
         with pytest.raises(ExpectationFailed) as err:
             check_container_env(s, {"pod": "p", "container": "main", "claim": "c"})  # type: ignore[arg-type]
         assert err.value.final is final, err.value.summary
+
+
+def test_a_container_that_waits_says_why_once() -> None:
+    stuck = pod("p", "n1")
+    stuck["status"]["containerStatuses"] = [{"name": "main", "state": {"waiting": {
+        "reason": "CreateContainerError", "message": "failed to mount /x"}}}]
+    s = Session({("Pod", "p"): stuck})
+    assert cause(s, "podRunning", {"pod": "p"}, []) == "container main waits: CreateContainerError: failed to mount /x"
+    stuck["status"]["containerStatuses"][0]["state"]["waiting"]["message"] = "unresolvable CDI devices k8s.x/y=z"
+    assert cause(s, "podRunning", {"pod": "p"}, []) is None  # podRunning's own summary says it

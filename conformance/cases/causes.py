@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .checks import claim_name
+from .checks import _unresolvable_cdi, claim_name
 
 _ERR = re.compile(r'err="((?:[^"\\]|\\.)*)"')
 MAX = 400  # characters of a message quoted from an event or a log
@@ -62,6 +62,8 @@ def pending_cause(s: Any, pod_name: str, explained: list[dict[str, Any]]) -> str
             parts.append(f"drakit explain: {mine.get('verdict')}: {mine.get('message')}"
                          + (f"; reason: {reason}" if reason else ""))
         return "; ".join(parts) or None
+    if _unresolvable_cdi(pod):  # podRunning says it already
+        return None
     for cs in (pod.get("status") or {}).get("containerStatuses") or []:
         waiting = (cs.get("state") or {}).get("waiting") or {}
         if waiting.get("message"):

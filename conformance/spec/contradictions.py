@@ -89,4 +89,9 @@ def _show(counters: Mapping[str, Fraction]) -> str:
 
 
 def _number(v: Fraction) -> str:
-    return str(v.numerator) if v.denominator == 1 else f"{float(v):g}"
+    if v.denominator != 1:
+        return f"{float(v):g}"
+    for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+        if v and v.numerator % size == 0:
+            return f"{v.numerator // size}{unit}"
+    return str(v.numerator)

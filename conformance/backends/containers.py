@@ -121,13 +121,15 @@ CPUS_ALLOWED = "=Cpus_allowed_list"
 def env_from_log(api: Any, namespace: str, pod: str, container: str | None) -> dict[str, str] | None:
     """The ``KEY=value`` lines a pod's container printed (through the API server), and the
     ``Cpus_allowed_list:`` line of its /proc status when it printed one (key :data:`CPUS_ALLOWED`),
-    or None while there is no log to read."""
+    or None while there is no log to read. Complete lines only: a value read is the whole value."""
     try:
         from kubernetes.client import CoreV1Api
         text = CoreV1Api(api.api_client).read_namespaced_pod_log(pod, namespace, container=container)
     except Exception:  # noqa: BLE001 - not running yet, or no log: the expect step retries
         return None
     lines = str(text).splitlines()
+    if lines and not str(text).endswith("\n"):
+        lines.pop()  # still being written: the next read has it whole (a cut value is no value)
     out = dict(line.partition("=")[::2] for line in lines if "=" in line)
     for ln in lines:
         if ln.startswith("Cpus_allowed_list:"):

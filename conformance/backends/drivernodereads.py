@@ -1,5 +1,6 @@
-"""What the driver checks read on the driver suite's nodes: the kubelet's failed unprepares, CDI
-specs left behind, and what a container got (a mixin of :class:`~.drivernodes.DriverNodes`)."""
+"""What the driver checks read on the driver suite's nodes: the kubelet's failed unprepares, the
+devices the driver's prepare answer named, CDI specs left behind, and what a container got (a
+mixin of :class:`~.drivernodes.DriverNodes`)."""
 
 from __future__ import annotations
 
@@ -28,9 +29,35 @@ class NodeReads:
                     text = fh.read().decode(errors="replace")
             except OSError:
                 continue
-            found += [f"{node.name}: {ln[-300:]}" for ln in text.splitlines()
+            found += [f"{node.name}: {ln[-800:]}" for ln in text.splitlines()
                       if "unprepare dynamic resources" in ln and f'pod="{namespace}/' in ln]
         return found
+
+    def prepared_answer(self, uid: str) -> tuple[str, list[tuple[tuple[str, ...], str, str]]] | None:
+        """The node holding claim ``uid`` prepared and the devices the driver's NodePrepareResources
+        answer named for it (request names, pool, device), as that node's kubelet recorded them in
+        its DRA checkpoint (``dra_manager_state``: the kubelet keeps the answer's devices there
+        until it unprepared the claim) or the node agent in its claim info; None when no node
+        holds the claim."""
+        import json
+        for node in self.nodes.values():
+            if node.kubelet is not None:
+                try:
+                    outer = json.loads((node.kubelet.paths.root_dir / "dra_manager_state").read_text())
+                    entries = json.loads(outer.get("Data") or "{}").get("ClaimInfoStateList") or []
+                except (OSError, ValueError, AttributeError):
+                    continue  # none yet, or being replaced: the expect step reads it again
+                for e in entries:
+                    if isinstance(e, dict) and e.get("ClaimUID") == uid:
+                        state = (e.get("DriverState") or {}).get(self.dut.driver) or {}
+                        return node.name, [(tuple(d.get("RequestNames") or ()), str(d.get("PoolName", "")),
+                                            str(d.get("DeviceName", ""))) for d in state.get("Devices") or []]
+            elif node.agent is not None:
+                info = node.agent.claim_infos().get(uid)
+                if info is not None and info.prepared:
+                    return node.name, [(tuple(d.request_names), d.pool, d.device)
+                                       for d in info.drivers.get(self.dut.driver, ())]
+        return None
 
     def cdi_specs_naming(self, uid: str) -> list[str]:
         found = []

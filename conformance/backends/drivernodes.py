@@ -219,7 +219,7 @@ class DriverNodes(NodeReads):
     def _publish(self, node: _Node, inventory: Any) -> None:
         """The fake driver's slices for the node, through the API (its controller side's job)."""
         from drakit.fake_driver.slices import publish_slices
-        from drakit.fake_driver.planted import planted, wrong_attribute_type
+        from drakit.fake_driver.planted import partition_overcommit, planted, wrong_attribute_type
         try:
             plants = planted()
         except ValueError as exc:
@@ -231,6 +231,8 @@ class DriverNodes(NodeReads):
         slices = publish_slices(inventory)
         if "wrong-attribute-type" in plants:
             slices = wrong_attribute_type([s for s in slices if s["spec"]["driver"] == self.dut.driver])
+        if "partition-overcommit" in plants:
+            slices = partition_overcommit([s for s in slices if s["spec"]["driver"] == self.dut.driver])
         node.inventory = inventory
         for s in slices:
             if s["spec"]["driver"] == self.dut.driver:

@@ -9,6 +9,9 @@
   nodes can do (registration, restarts, CDI files) is skipped as ``backend`` elsewhere, and one
   reading what only a kubelet gives (mounted metadata files, device health in pod status) as
   ``no-node-side`` when the driver's nodes are kwok nodes with drakit's node agent.
+  A declared behaviour whose devices are published but contradict it (shared counters that
+  constrain nothing: overcommit, ``conformance.spec.contradictions``) is no skip: the case
+  fails at its first step, saying why (``session.contradiction``).
 - ``bindings(case)``: the ``${inv.*}`` values for the case's session.
 - on drakit's local cluster, :class:`~.drivernodes.DriverNodes`: nodes that run the driver's
   kubelet plugin (started from the vendor profile's command template, or drakit's fake
@@ -24,6 +27,7 @@ import logging
 from typing import Any
 
 from ..spec.case import Case
+from ..spec.contradictions import contradiction
 from ..spec.inventory import Unbound, bind, published_devices
 from .base import HarnessError
 from .nodeside import agent_nodes_unmet, silent_runtime_unmet
@@ -49,6 +53,7 @@ class DriverSide:
         self.nodes: Any = None  # drivernodes.DriverNodes, started on first use
         self.start_error: str | None = None
         self._bound: dict[str, dict[str, str]] = {}
+        self._contradicted: dict[str, str] = {}  # case id -> why its behaviour fails without running
 
     def _ensure_nodes(self) -> None:
         if self.local is None or self.nodes is not None or self.start_error is not None:
@@ -100,10 +105,17 @@ class DriverSide:
                 and not self.nodes.can_restart(case.behaviour.split("-")[0]):
             return ("backend", "drakit's fake driver runs in drakit's own process here and cannot be restarted "
                                "alone; restarts are checked on a driver started from a profile's plugin command")
-        devices = published_devices(self._slices(), self.dut.driver)
+        self._contradicted.pop(case.id, None)
+        slices = self._slices()
+        devices = published_devices(slices, self.dut.driver)
         attributes = {r.key: r.qualified for r in self.vendor.attributes if r.role == self.dut.role}
         bound = bind(case.inventory or _NO_NEEDS, devices, self.dut.driver, attributes)
         if isinstance(bound, Unbound):
+            broken = contradiction(case.behaviour, slices, self.dut.driver)
+            if broken is not None:  # published, but against the behaviour: a failure of it, not a skip
+                self._contradicted[case.id] = (f"the devices published for {case.behaviour} contradict it: {broken} "
+                                               f"(the case could not be bound: {bound.message})")
+                return None
             hint = ""
             if self.local is not None and self.dut.plugin is None and not self.vendor.fake:
                 hint = ("; drakit started nothing for it: on drakit's local cluster the vendor profile must say how "
@@ -131,6 +143,7 @@ class DriverSide:
                 logging.getLogger("drakit.cluster").warning("claims of earlier cases still prepared: %s", held[:5])
         session.vendor = self.vendor
         session.bindings = self.bindings(case)
+        session.contradiction = self._contradicted.get(case.id)
         session.driver_nodes = self.nodes
         session.log_marks = self.nodes.log_marks() if self.nodes is not None else {}
         session.driver_logs = (self.nodes.logs, self.nodes.logs.marks()) if self.nodes is not None else None

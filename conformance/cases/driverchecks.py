@@ -9,6 +9,8 @@ container got). Each check raises :class:`ExpectationFailed`; expect steps retry
 - ``driverRegistered: {node}``: its plugin is registered with that node's kubelet;
 - ``containerEnv: {pod, container, claim, request}``: the container got the environment the
   driver's CDI edits give (``driverUnderTest.containerEnv`` of the profile);
+- ``preparedAsAllocated: {claim}``: the driver's NodePrepareResources answer names exactly the
+  claim's allocated devices of it, with their requests (on drakit's nodes);
 - ``cdiClean: {claim}``: no CDI spec on the driver's nodes names the claim's UID;
 - ``unprepareSucceeded: {}``: no NodeUnprepareResources for a pod of the case failed (the
   kubelets' logs on the driver's nodes);
@@ -179,10 +181,26 @@ def check_container_env(s: Session, body: dict[str, Any]) -> None:
         return
     missing = {k: v for k, v in want.items() if not _env_matches(v, got.get(k))}
     if missing:
-        raise ExpectationFailed(f"the container of pod {body['pod']} lacks the driver's CDI edits "
-                                f"{sorted(missing)[:3]}", expected=_shown(want), actual={k: got.get(k) for k in want})
+        # a variable present with another value stays so (a container's environment is set at its
+        # start, and only whole lines are read): waiting longer cannot help; a missing one may still come
+        raise ExpectationFailed(f"the container of pod {body['pod']} {env_mismatch(missing, got)}",
+                                expected=_shown(want), actual={k: got.get(k) for k in want},
+                                final=any(k in got for k in missing))
     if dut.cpuset_env:
         _check_cpuset(dut, claim, body, got, (pod or {}).get("spec", {}).get("nodeName") or "")
+
+
+def env_mismatch(missing: dict[str, Any], got: dict[str, str]) -> str:
+    """In words, how the container's environment differs from the driver's CDI edits for the
+    variables in ``missing`` (name -> expected value or pattern): those it lacks, and for each
+    variable present with another value, both values."""
+    wrong = sorted(k for k in missing if k in got)
+    lacking = sorted(k for k in missing if k not in got)
+    parts = [f"lacks the driver's CDI edits {lacking[:3]}"] if lacking else []
+    parts += [f"has {k}={got[k]!r}, expected {_shown({k: missing[k]})[k]!r} (the vendor profile's containerEnv)"
+              for k in wrong[:3]]
+    more = len(wrong) - 3
+    return "; ".join(parts) + (f" (and {more} more variable(s) with other values)" if more > 0 else "")
 
 
 def _cpus(text: str) -> set[int]:
@@ -238,6 +256,34 @@ def _check_container_cdi(s: Session, body: dict[str, Any]) -> None:
         raise ExpectationFailed(f"the container {container} of pod {body['pod']} was given no CDI device of the "
                                 f"claim{': ' + str(rec['error']) if rec.get('error') else ''}",
                                 expected="the claim's CDI devices", actual=rec)
+
+
+def check_prepared_as_allocated(s: Session, body: dict[str, Any]) -> None:
+    """The devices the driver's NodePrepareResources answer named for the claim are exactly its
+    allocated devices of the driver, each with the requests it was allocated for: on drakit's
+    nodes, as the kubelet recorded the answer (its DRA checkpoint). Elsewhere the kubelet keeps
+    the answer to itself (``drakit node-check`` checks it there, calling the plugin itself)."""
+    from ..nodecheck.inspect import devices_against_allocation
+    nodes = getattr(s, "driver_nodes", None)
+    if nodes is None:
+        return
+    dut = _dut(s)
+    claim = _claim(s, body["claim"])
+    results = [r for r in ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
+               if r.get("driver") == dut.driver]
+    found = nodes.prepared_answer(claim["metadata"]["uid"])
+    if found is None:
+        raise ExpectationFailed(f"no node holds claim {body['claim']} prepared (the kubelet's DRA checkpoint)",
+                                expected="prepared", actual=None)
+    node, devices = found
+    problems = devices_against_allocation(results, devices)
+    if problems:
+        shown = [f"{p}/{d} for {list(r)}" for r, p, d in devices]
+        # once the answer has devices the kubelet keeps it until it unprepares the claim: final
+        raise ExpectationFailed(f"the {dut.driver} driver's NodePrepareResources answer for claim {body['claim']} on "
+                                f"{node} (as the kubelet recorded it): {problems[0]}",
+                                expected=[f"{r['pool']}/{r['device']} for {[r['request'].partition('/')[0]]}"
+                                          for r in results], actual=shown, final=bool(devices))
 
 
 def check_cdi_clean(s: Session, body: dict[str, Any]) -> None:
@@ -362,6 +408,7 @@ DRIVER_CHECKS: dict[str, Callable[[Session, dict[str, Any]], None]] = {
     "driverRegistered": check_driver_registered,
     "containerEnv": check_container_env,
     "cdiClean": check_cdi_clean,
+    "preparedAsAllocated": check_prepared_as_allocated,
     "unprepareSucceeded": check_unprepare_succeeded,
     "deviceHealth": check_device_health,
     "containerMetadata": check_container_metadata,

@@ -56,11 +56,18 @@ class _Failure(Exception):
     detail: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     final: bool = False  # waiting longer cannot change the outcome
+    check: str = ""  # the failed assertion and its body, for its cause (causes.cause)
+    body: dict[str, Any] = field(default_factory=dict)
 
 
 def run_case(case: Case, session: Session, *, clock: Callable[[], float] = time.monotonic,
              sleep: Callable[[float], None] = time.sleep) -> Outcome:
     records = [StepRecord(s.name, s.kind, s.line) for s in case.steps]
+    broken = getattr(session, "contradiction", None)
+    if isinstance(broken, str) and broken and records:  # the target's own objects contradict the behaviour: no step can prove it
+        records[0].status = "failed"
+        return _failed(case, session, records, _Failure(case.steps[0].line, broken, expected=f"devices that give "
+                                                        f"{case.behaviour}", actual=broken, final=True))
     for step, rec in zip(case.steps, records):
         t0 = clock()
         try:
@@ -94,6 +101,7 @@ def _failed(case: Case, session: Session, records: list[StepRecord], f: _Failure
     except Exception as exc:  # diagnostics must never hide the failure itself
         diag = {"error": f"collecting diagnostics failed: {exc}"}
     detail = f.detail
+    explained: list[dict[str, Any]] = []
     try:  # why pods still wait for a node (drakit explain), on a copy of what the session reads
         from ..explain.failures import explain_failure
         explained, why = explain_failure(session)
@@ -103,6 +111,12 @@ def _failed(case: Case, session: Session, records: list[StepRecord], f: _Failure
             f = _with_cel_error(f, why)
     except Exception as exc:  # an explanation must never hide the failure itself
         diag = {**(diag or {}), "explain": {"error": f"explaining failed: {type(exc).__name__}: {exc}"}}
+    if f.check:  # what the cluster, the kubelet and the driver said about it
+        from .causes import cause
+        said = cause(session, f.check, f.body, explained)
+        if said and said not in f.summary:
+            import dataclasses
+            f = dataclasses.replace(f, summary=f"{f.summary}: {said}")
     failure = {"summary": f.summary, "detail": detail, "yaml": case.excerpt(f.line), "expected": f.expected,
                "actual": f.actual, "diff": _diff(f.expected, f.actual), "diagnostics": diag}
     return Outcome(f.status, records, failure, diag)
@@ -213,7 +227,8 @@ def _run_step(step: Step, s: Session, clock: Callable[[], float], sleep: Callabl
                 try:
                     CHECKS[name](s, substitute_runtime(body, s.namespace, _bound(s)))
                 except ExpectationFailed as exc:
-                    raise _Failure(line, exc.summary, exc.expected, exc.actual, final=exc.final) from None
+                    raise _Failure(line, exc.summary, exc.expected, exc.actual, final=exc.final, check=name,
+                                   body=substitute_runtime(body, s.namespace, _bound(s))) from None
             return
         except _Failure as f:
             if s.synchronous or clock() >= deadline or f.final:

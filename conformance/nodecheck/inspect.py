@@ -82,19 +82,9 @@ def answer_problems(claim: dict[str, Any], answer: Answer | None, results: Seque
         return [f"{name}: the answer has no entry for the claim"]
     if answer.error:
         return [f"{name}: prepare failed: {answer.error}"]
-    problems = []
-    want = sorted((r["pool"], r["device"]) for r in results)
-    got = sorted((p, n) for _, p, n, _, _ in answer.devices)
-    if Counter(want) != Counter(got):
-        problems.append(f"{name}: devices {got}, expected exactly the allocated {want}")
-    requests: dict[tuple[str, str], set[str]] = {}
-    for r in results:
-        requests.setdefault((r["pool"], r["device"]), set()).add(r.get("request", "").partition("/")[0])
-    for request_names, pool, device, ids, _share in answer.devices:
-        extra = set(request_names) - requests.get((pool, device), set())
-        if extra:
-            problems.append(f"{name}: device {pool}/{device} serves requests {sorted(extra)} "
-                            "it was not allocated for (or names a subrequest)")
+    problems = [f"{name}: {p}" for p in devices_against_allocation(
+        results, [(tuple(r), p, n) for r, p, n, _, _ in answer.devices])]
+    for _requests, _pool, _device, ids, _share in answer.devices:
         for cdi_id in ids:
             try:
                 cdicheck.parse_device_id(cdi_id)
@@ -105,4 +95,48 @@ def answer_problems(claim: dict[str, Any], answer: Answer | None, results: Seque
         got_shares = {(p, n, s) for _, p, n, _, s in answer.devices if s}
         if not shares <= got_shares:
             problems.append(f"{name}: share IDs {sorted(got_shares)}, expected {sorted(shares)}")
+    return problems
+
+
+def devices_against_allocation(results: Sequence[dict[str, Any]],
+                               devices: Sequence[tuple[Sequence[str], str, str]]) -> list[str]:
+    """What is wrong with the devices a driver's NodePrepareResources answer names for one claim
+    (``devices``: request names, pool, device), given the claim's allocation results of that
+    driver: every allocated device named, with the requests it was allocated for (no request
+    names: all of them), no device named more often than allocated, and nothing else."""
+    want = Counter((r["pool"], r["device"]) for r in results)
+    got = Counter((pool, device) for _, pool, device in devices)
+    problems = []
+    stray = sorted(f"{p}/{d}" for p, d in got if (p, d) not in want)
+    if stray:
+        problems.append(f"the answer names device(s) {', '.join(stray)}, which the claim was not allocated "
+                        f"(allocated: {', '.join(sorted(f'{p}/{d}' for p, d in want)) or 'none'})")
+    missing = sorted(f"{p}/{d}" for p, d in want if (p, d) not in got)
+    if missing:
+        problems.append(f"the answer does not name the allocated device(s) {', '.join(missing)}")
+    twice = sorted(f"{p}/{d} ({got[(p, d)]} times, allocated {want[(p, d)]})" for p, d in got
+                   if (p, d) in want and got[(p, d)] > want[(p, d)])
+    if twice:
+        problems.append(f"the answer names {', '.join(twice)}")
+    requests: dict[tuple[str, str], set[str]] = {}
+    for r in results:
+        requests.setdefault((r["pool"], r["device"]), set()).add(r.get("request", "").partition("/")[0])
+    named: dict[tuple[str, str], set[str]] = {}
+    serves_all = set()  # named with no request names: the device serves every request (the proto's rule)
+    for request_names, pool, device in devices:
+        named.setdefault((pool, device), set()).update(request_names)
+        if not request_names:
+            serves_all.add((pool, device))
+    for (pool, device), names in sorted(named.items()):
+        if (pool, device) not in want:
+            continue
+        extra = names - requests[(pool, device)]
+        if extra:
+            problems.append(f"device {pool}/{device} serves requests {sorted(extra)} it was not allocated for "
+                            "(or names a subrequest)")
+        lacking = set() if (pool, device) in serves_all else \
+            requests[(pool, device)] - {n.partition("/")[0] for n in names}
+        if lacking:
+            problems.append(f"device {pool}/{device} does not name request(s) {sorted(lacking)} it was allocated for "
+                            "(the kubelet gives a container only the devices of the requests it uses)")
     return problems

@@ -69,18 +69,9 @@ class Unbound:
 
 def published_devices(slices: Iterable[Mapping[str, Any]], driver: str) -> list[Published]:
     """Devices of ``driver`` in the newest generation of each complete node-local pool."""
-    pools: dict[str, list[Mapping[str, Any]]] = {}
-    for s in slices:
-        spec = s.get("spec") or {}
-        if spec.get("driver") == driver and spec.get("nodeName"):
-            pools.setdefault(spec["pool"]["name"], []).append(spec)
     out = []
-    for name, specs in pools.items():
-        newest = max(int(sp["pool"].get("generation", 0)) for sp in specs)
-        current = [sp for sp in specs if int(sp["pool"].get("generation", 0)) == newest]
-        if len(current) < int(current[0]["pool"].get("resourceSliceCount", 1)):
-            continue  # incomplete: the scheduler would not use it either
-        counters = tuple((cs.get("name", ""), c, _amount(v)) for sp in current for cs in sp.get("sharedCounters") or []
+    for name, current in current_pools(slices, driver).items():
+        counters = tuple((cs.get("name", ""), c, amount(v)) for sp in current for cs in sp.get("sharedCounters") or []
                          for c, v in (cs.get("counters") or {}).items())
         for sp in current:
             for d in sp.get("devices") or []:
@@ -88,7 +79,7 @@ def published_devices(slices: Iterable[Mapping[str, Any]], driver: str) -> list[
                 has = frozenset(h for h in HAS if d.get(h))
                 values = tuple((k, t, _literal(t, v)) for k, a in sorted(raw.items()) if isinstance(a, Mapping)
                                for t, v in a.items() if t in ("string", "int", "bool", "version"))
-                consumes = tuple((cc.get("counterSet", ""), c, _amount(v)) for cc in d.get("consumesCounters") or []
+                consumes = tuple((cc.get("counterSet", ""), c, amount(v)) for cc in d.get("consumesCounters") or []
                                  for c, v in (cc.get("counters") or {}).items())
                 share: str | None = "{}"
                 if d.get("allowMultipleAllocations"):
@@ -99,7 +90,24 @@ def published_devices(slices: Iterable[Mapping[str, Any]], driver: str) -> list[
     return sorted(out, key=lambda p: (p.node, p.pool, p.device))
 
 
-def _amount(counter: Any) -> Fraction:
+def current_pools(slices: Iterable[Mapping[str, Any]], driver: str) -> dict[str, list[Mapping[str, Any]]]:
+    """The slice specs of the newest generation of each complete node-local pool of ``driver``,
+    by pool name (an incomplete pool is left out: the scheduler would not use it either)."""
+    pools: dict[str, list[Mapping[str, Any]]] = {}
+    for s in slices:
+        spec = s.get("spec") or {}
+        if spec.get("driver") == driver and spec.get("nodeName"):
+            pools.setdefault(spec["pool"]["name"], []).append(spec)
+    out = {}
+    for name, specs in pools.items():
+        newest = max(int(sp["pool"].get("generation", 0)) for sp in specs)
+        current = [sp for sp in specs if int(sp["pool"].get("generation", 0)) == newest]
+        if len(current) >= int(current[0]["pool"].get("resourceSliceCount", 1)):
+            out[name] = current
+    return out
+
+
+def amount(counter: Any) -> Fraction:
     try:
         return Quantity.parse(str((counter or {}).get("value", "0"))).value
     except (ValueError, AttributeError):
@@ -184,15 +192,20 @@ def describe(devices: list[Published], driver: str) -> str:
 def take_selector(device: Published, devices: list[Published]) -> str | None:
     """A selector with which a claim for all matching devices of the device's node (allocationMode
     All) is allocated this device: one for it alone, else ``true`` when every device of its node
-    is dedicated, untainted and consumes no counters (then the claim takes them all)."""
-    if device.has & {"allowMultipleAllocations", "taints", "bindingConditions"}:
+    is dedicated, untainted and consumes no counters (then the claim takes them all). Binding
+    conditions do not stand in the way: the allocation is made, and the pod waits for the
+    conditions (so does the case)."""
+    if device.has & _NOT_TAKEN:
         return None
     alone = selector(device, devices)
     if alone is not None and counters_fit(device.consumes, device.counters, 1):
         return alone
-    if all(not o.has and not o.consumes for o in devices if o.node == device.node):
+    if all(not (o.has & _NOT_TAKEN) and not o.consumes for o in devices if o.node == device.node):
         return "true"
     return None
+
+
+_NOT_TAKEN = frozenset({"allowMultipleAllocations", "taints"})  # what keeps a claim for all devices from one
 
 
 def _criteria(need: Any, d: Published, devices: list[Published], want_attr: str | None,

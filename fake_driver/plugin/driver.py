@@ -26,6 +26,7 @@ from typing import Callable, Any, Mapping, NamedTuple, Sequence
 
 from drakit.fake_hw.inventory import Device, NodeInventory
 
+from ..planted import answered, planted
 from ..status import NIC_KINDS, device_status
 from . import cdi, metadata
 from .checkpoint import Checkpoint, PreparedClaim, PreparedDevice
@@ -163,9 +164,10 @@ class FakeDriver:
         self.lost: Callable[[], set[str]] = set
         # every NodePrepareResources / NodeUnprepareResources call, oldest first (bounded)
         self.calls: collections.deque[dict[str, Any]] = collections.deque(maxlen=MAX_CALLS)
-        from drakit.fake_driver.planted import planted
         self.planted = planted()  # faults planted on purpose (DRAKIT_FAKE_DRIVER_PLANT)
         self._failed_once: set[str] = set()  # claims whose unprepare the planted fault failed
+        if "env-wrong-value" in self.planted:  # every variable of the CDI edits is there, its value wrong
+            self._cdi = {n: (k, kind, edits.replace("=", "=wrong-")) for n, (k, kind, edits) in self._cdi.items()}
 
     def _recover(self, interrupted: dict[str, PreparedClaim]) -> None:
         """Remove what prepares cut short by a crash wrote: they were never answered, so the
@@ -310,13 +312,15 @@ class FakeDriver:
         files: dict[str, str] = {cdi.claim_spec_file(self._cdi_dir, self.driver, klass, ref.uid):
                                  cdi.claim_spec_text(self.driver, klass, ref.uid, members)
                                  for klass, members in groups.items()}
+        if "admin-prepare-fails" in self.planted and any(r.get("adminAccess") for r, _ in devices):
+            raise ClaimError(f"ResourceClaim {ref}: planted fault admin-prepare-fails: admin access refused")
         answer: list[PreparedDevice] = []
         shared: set[tuple[str, str]] = set()
         for result, device in devices:
             kind = self._cdi[device.name][1]
             answer.append(PreparedDevice(
                 request_names=(metadata.base_request(result.get("request", "")),),
-                pool=result["pool"], device=device.name,
+                pool=result["pool"], device=answered(self.planted, device.name, self.pools),
                 cdi_ids=(cdi.qualified_name(kind, cdi.claim_device_name(ref.uid, device.name)),),
                 share_id=result.get("shareID") or None))
             if result.get("adminAccess") or result.get("shareID"):

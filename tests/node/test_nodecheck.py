@@ -206,3 +206,17 @@ def test_a_claim_pods_use_is_prepared_but_never_unprepared(short_tmp, inventory)
     assert "prepare (in use by pods: not unprepared) single" in steps
     assert cases["node/prepare-devices"]["status"] == "passed", cases["node/prepare-devices"]["failure"]
     assert RecordsUnprepare.unprepared  # the claims node-check owns were unprepared
+
+
+def test_an_answer_naming_another_device_than_the_allocated_one_fails(start_plugin, short_tmp, inventory,
+                                                                      monkeypatch):
+    """The planted fault prepare-other-device, over real gRPC: node/prepare-devices names the
+    device answered and the one allocated."""
+    monkeypatch.setenv("DRAKIT_FAKE_DRIVER_PLANT", "prepare-other-device")
+    claims = sample_claims(inventory, GPU)
+    start_plugin(GPU, claims)
+    cases = {c["id"]: c for c in run_node_check(options(short_tmp, GPU, claims))}
+    failed = cases["node/prepare-devices"]
+    assert failed["status"] == "failed"
+    assert "which the claim was not allocated" in failed["failure"]["summary"], failed["failure"]
+    assert "the answer does not name the allocated device(s)" in failed["failure"]["detail"]

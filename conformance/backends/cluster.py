@@ -34,6 +34,7 @@ from .clusterwrites import keep_owner_labels, replace, update_node, wait_for_nod
 from .gatemetrics import observed_gates, stated_gates
 from .kubeapi import CASE_LABEL, CLEANUP_TIMEOUT, KubeApi, NAMESPACED, RUN_LABEL, first_line
 from .names import NameMap, cluster_wide, owned_names
+from .localtarget import gates_unmet
 from .nodeside import kubelet_side_unmet, node_runtimes, node_side_unmet, shared_driver_unmet
 
 SCOPE_LABEL = "drakit.dev/scope"  # a case's nodes, and what its pods select, on a cluster drakit does not own
@@ -385,18 +386,9 @@ class ClusterBackend:
 
     def unmet(self, case: Case) -> tuple[str, str] | None:
         target = self._target(case)
-        where = "the alternate local cluster" if target is not self.main else "the cluster"
-        for gate, want in case.feature_gates.items():
-            if gate in target.discovery.unknown:
-                return ("gate-unknown", f"the case needs {gate}={str(want).lower()} and drakit could not observe "
-                                        f"{gate} on {where} ({target.discovery.sources.get(gate, 'unknown')}); "
-                                        f"state it with --feature-gates {gate}=true|false")
-            if target.gates.get(gate, False) != want:
-                how = target.discovery.sources.get(gate, "")
-                refused = self.alternate is not None and not self.alternate.settable(gate, want)
-                return ("feature-disabled", f"the case needs {gate}={str(want).lower()}; {where} has "
-                                            f"{str(target.gates.get(gate, False)).lower()}" + (f" ({how})" if how else "")
-                        + ("; the local binaries do not accept it" if refused else ""))
+        gates = gates_unmet(case, target, target is not self.main, self.alternate)
+        if gates:
+            return gates
         node_side = node_side_unmet(case, target, self.api) or kubelet_side_unmet(case, target) or (
             None if self.local else shared_driver_unmet(case, target.api, RUN_LABEL))
         if node_side:
@@ -404,6 +396,7 @@ class ClusterBackend:
         for step in case.steps:
             for m in step.manifests:
                 if not target.discovery.serves(m.get("apiVersion", ""), m.get("kind", "")):
+                    where = "the alternate local cluster" if target is not self.main else "the cluster"
                     return ("api-not-served", f"the case uses {m.get('kind')} in {m.get('apiVersion')}, which {where} "
                                               f"does not serve (served: {', '.join(target.discovery.served)})")
         return self.driver_side.unmet(case) if "driver" in case.features else None  # the driver suite

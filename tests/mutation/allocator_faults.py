@@ -1,0 +1,121 @@
+"""Planted faults in the reference allocator (conformance/allocator/): scheduler-like bugs, each
+one rule of the allocator broken on purpose, and the cases of the corpus that must fail with it.
+
+A corpus that passes an allocator with one of these bugs would pass a real scheduler with the
+same bug, so each fault names the behaviour (cases) it breaks; tests/mutation/test_allocator_faults.py
+plants them one at a time (:func:`planted`, replacing one function or method for the length of
+a run, nothing in drakit's own code knows of them) and holds the run to failing exactly those
+cases, as failures (not skips, not errors), with a summary that names the cause.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+from unittest import mock
+
+A = "drakit.conformance.allocator."
+
+
+@dataclass(frozen=True)
+class AllocatorFault:
+    name: str
+    bug: str                                   # the scheduler bug it stands for
+    patch: tuple[tuple[str, str, Callable[..., Any]], ...]  # (module, attribute, replacement)
+    suites: tuple[str, ...]                    # the corpus folders its run covers (core is always added)
+    breaks: frozenset[str]                     # exactly the cases that must fail
+    says: tuple[str, ...]                      # each broken case's failure summary says one of these
+
+
+def _true(*_: Any, **__: Any) -> bool:
+    return True
+
+
+def _no_counters(self: Any, pool: Any, used: Any, device: Any) -> Callable[[], None]:
+    return lambda: None  # every device's counters "fit", and nothing is consumed
+
+
+def _first_only(self: Any, rd: Any, ri: int, si: int) -> list[Any]:
+    return _ENUMERATE_ALL(self, rd, ri, si)[:1]
+
+
+_ENUMERATE_ALL = importlib.import_module(A + "search").Allocator._enumerate_all
+
+
+FAULTS: tuple[AllocatorFault, ...] = (
+    AllocatorFault(
+        "ignores-binding-gate", "allocates devices with binding conditions while the scheduler's "
+        "DRADeviceBindingConditions gate is off",
+        ((A + "selectable", "gate_allows", _true),), ("binding-conditions",),
+        frozenset({"binding-conditions/scheduler-gate-off-skips-such-devices"}), ("expected devices", "expected it to stay pending")),
+    AllocatorFault(
+        "ignores-per-device-node-selection", "takes every device of a perDeviceNodeSelection slice as "
+        "available on every node the slice reaches (the device's own nodeName/nodeSelector/allNodes unread)",
+        ((A + "selectable", "on_node", _true),), ("partitionable-devices",),
+        frozenset({"partitionable-devices/per-device-node-selection", "partitionable-devices/counters-shared-across-nodes"}),
+        ("expected n2", "expected node-b")),
+    AllocatorFault(
+        "ignores-device-taints", "allocates a device whose NoSchedule taint the request does not tolerate",
+        ((A + "search", "tolerated", _true),), ("device-taints",),
+        frozenset({"device-taints/effects-are-tolerated-separately", "device-taints/faulty-gpu-is-not-allocated",
+                   "device-taints/noexecute-taint-needs-toleration-to-schedule", "device-taints/noschedule-taint-keeps-pod-pending",
+                   "device-taints/rule-noschedule-blocks-new-allocations", "device-taints/toleration-allows-allocation"}),
+        ("expected it to stay pending", "expected devices", "does not exist")),
+    AllocatorFault(
+        "ignores-match-attribute", "allocates devices that differ in a matchAttribute constraint's attribute",
+        ((A + "constraints", "ConstraintTracker._accepts_match", _true),), (),
+        frozenset({"core/all-mode-constraint-violation-is-an-error", "core/constraint-applies-only-to-named-requests",
+                   "core/match-attribute-two-gpus-one-root", "core/match-attribute-unsatisfiable", "core/match-numa-gpu-and-nic",
+                   "core/match-pcie-root-backtracks"}),
+        ("expected it to stay pending", "expected devices")),
+    AllocatorFault(
+        "ignores-distinct-attribute", "allocates devices that share a distinctAttribute constraint's attribute",
+        ((A + "constraints", "ConstraintTracker._accepts_distinct", _true),), (),
+        frozenset({"core/distinct-attribute-compares-all-pairs", "core/distinct-attribute-spreads-gpus",
+                   "core/distinct-attribute-too-few-values"}),
+        ("expected it to stay pending", "expected devices")),
+    AllocatorFault(
+        "ignores-shared-counters", "allocates partitions beyond the counters their counter set holds",
+        ((A + "counters", "CounterBook.reserve", _no_counters),), ("partitionable-devices",),
+        frozenset({"partitionable-devices/all-mode-needs-every-partition-to-fit",
+                   "partitionable-devices/compute-counter-limits-small-partitions",
+                   "partitionable-devices/counters-shared-across-nodes", "partitionable-devices/device-on-two-counter-sets",
+                   "partitionable-devices/freeing-partition-restores-counters",
+                   "partitionable-devices/one-claim-counts-its-own-devices", "partitionable-devices/two-3g40gb-use-up-memory",
+                   "partitionable-devices/whole-gpu-excluded-once-partitioned"}),
+        ("expected it to stay pending", "expected devices")),
+    AllocatorFault(
+        "ignores-consumable-capacity", "shares a device beyond its consumable capacity",
+        ((A + "capacity", "fits", _true),), ("consumable-capacity",),
+        frozenset({"consumable-capacity/all-mode-capacity-blocked-device",
+                   "consumable-capacity/default-consumption-without-request",
+                   "consumable-capacity/shares-until-bandwidth-runs-out", "consumable-capacity/unknown-capacity-name-skips-device",
+                   "consumable-capacity/valid-values-round-up"}),
+        ("expected it to stay pending", "expected devices")),
+    AllocatorFault(
+        "all-mode-takes-one", "allocationMode All allocates only the first matching device",
+        ((A + "search", "Allocator._enumerate_all", _first_only),), (),
+        frozenset({"core/all-mode-constraint-violation-is-an-error", "core/all-mode-every-matching-device",
+                   "core/all-mode-waits-for-device-in-use", "core/all-mode-with-selector"}),
+        ("expected it to stay pending", "allocated devices, got 1")),
+)
+
+BY_NAME = {f.name: f for f in FAULTS}
+
+
+@contextlib.contextmanager
+def planted(fault: AllocatorFault) -> Iterator[None]:
+    """The fault planted for the length of the ``with`` block (in this process only)."""
+    with contextlib.ExitStack() as stack:
+        for module, attribute, replacement in fault.patch:
+            owner: Any = importlib.import_module(module)
+            *path, leaf = attribute.split(".")
+            for part in path:
+                owner = getattr(owner, part)
+            if not hasattr(owner, leaf):
+                raise AttributeError(f"planted fault {fault.name}: {module}.{attribute} does not exist")
+            stack.enter_context(mock.patch.object(owner, leaf, replacement))
+        yield

@@ -4,17 +4,22 @@ Switched on with the environment variable ``DRAKIT_FAKE_DRIVER_PLANT`` (comma-se
 where the fake driver starts (its kubelet plugin, and the slices drakit publishes for it in the
 driver suite). Each fault breaks one behaviour of the DRA driver contract:
 
-====================  ===========================================================  ==================
-fault                 what the fake driver then does                               fails
-====================  ===========================================================  ==================
-no-cdi-spec           prepares and answers CDI ids, but writes no CDI spec         driver/pod-env
-leak-on-unprepare     unprepares, but leaves the claim's CDI spec behind           driver/unprepare
-unprepare-fails       answers the first unprepare of each claim with a per-claim   driver/unprepare
-                      error (the pod stays Terminating until the kubelet's retry,
-                      10-15 s later, succeeds; later cases are not hurt)
-wrong-attribute-type  publishes the ``index`` attribute of its first slice's       driver/slices
-                      devices as a string (the profile declares an int)
-====================  ===========================================================  ==================
+======================  ===========================================================  ==================
+fault                   what the fake driver then does                               fails
+======================  ===========================================================  ==================
+no-cdi-spec             prepares and answers CDI ids, but writes no CDI spec         driver/pod-env
+leak-on-unprepare       unprepares, but leaves the claim's CDI spec behind           driver/unprepare
+unprepare-fails         answers the first unprepare of each claim with a per-claim   driver/unprepare
+                        error (the pod stays Terminating until the kubelet's retry,
+                        10-15 s later, succeeds; later cases are not hurt)
+unprepare-always-fails  answers every unprepare with a per-claim error: the pods     driver/unprepare
+                        stay Terminating for good and hold their devices (the
+                        failure names the call, the claim and this error within
+                        seconds; later cases needing those devices are set aside
+                        as ``held``, naming driver/unprepare)
+wrong-attribute-type    publishes the ``index`` attribute of its first slice's       driver/slices
+                        devices as a string (the profile declares an int)
+======================  ===========================================================  ==================
 
 What else each fault fails, by design (the planted-fault test, tests/clusters/test_driver_suite.py,
 holds each fault to exactly this set): no-cdi-spec fails every case that needs a running
@@ -31,7 +36,7 @@ import os
 from collections.abc import Mapping
 
 ENV = "DRAKIT_FAKE_DRIVER_PLANT"
-FAULTS = ("no-cdi-spec", "leak-on-unprepare", "unprepare-fails", "wrong-attribute-type")
+FAULTS = ("no-cdi-spec", "leak-on-unprepare", "unprepare-fails", "unprepare-always-fails", "wrong-attribute-type")
 
 
 def planted(environ: Mapping[str, str] | None = None) -> frozenset[str]:

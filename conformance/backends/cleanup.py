@@ -21,6 +21,7 @@ the kubelet deletes the object.
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any, Callable
 
@@ -29,11 +30,14 @@ from .kubeapi import CLEANUP_TIMEOUT
 
 def remove_case_objects(api: Any, namespace: str, created: list[tuple[str, str, str | None]],
                         graceful: Callable[[dict[str, Any]], bool], *, timeout: float = CLEANUP_TIMEOUT,
-                        released: Callable[[dict[str, Any]], bool] | None = None) -> list[str]:
+                        released: Callable[[dict[str, Any]], bool] | None = None,
+                        refused: Callable[[], int] | None = None) -> list[str]:
     """Delete the case's pods (``graceful(pod)``: grace 1, else 0), claims, namespace and the
     cluster-scoped objects in ``created`` (newest first). Returns ``Kind/name`` of the pods and
     claims still there when ``timeout`` ran out (empty when all went); a pod for which
-    ``released(pod)`` is true counts as gone (module docstring)."""
+    ``released(pod)`` is true counts as gone (module docstring). ``refused()``: how many failed
+    unprepares the kubelets logged for the case's pods; once the kubelet's retry failed too (two),
+    waiting longer frees nothing, and what is left is returned at once."""
     for pod in api.list("Pod", namespace):
         api.delete("Pod", pod["metadata"]["name"], namespace, grace=1 if graceful(pod) else 0)
     for claim in api.list("ResourceClaim", namespace):
@@ -42,13 +46,31 @@ def remove_case_objects(api: Any, namespace: str, created: list[tuple[str, str, 
         if kind in ("PodGroup", "Workload") and ns == namespace:
             api.delete(kind, name, namespace)
     deadline = time.monotonic() + timeout
+    asked = 0.0
     while left := [f"{kind}/{o['metadata']['name']}" for kind in ("Pod", "ResourceClaim")
                    for o in api.list(kind, namespace) if not (kind == "Pod" and released is not None and released(o))]:
         if time.monotonic() >= deadline:
             break
+        if refused is not None and time.monotonic() - asked >= 1.0:  # a kubelet log read: once a second
+            asked = time.monotonic()
+            if refused() >= 2:
+                break
         time.sleep(0.1)
     api.delete("Namespace", namespace, None)
     for kind, name, ns in reversed(created):
         if ns is None:
             api.delete(kind, name, None)
     return left
+
+
+def say_left(case: str, namespace: str, left: list[str], refusals: list[str],
+             on_held: Callable[[str, str, str], None] | None) -> None:
+    """Log what a case left (``remove_case_objects``) and why; when the kubelet refused to
+    unprepare (``refusals``, its words), hand the case to ``on_held``: the driver suite sets
+    later cases aside rather than fail them for the devices these pods hold."""
+    logging.getLogger("drakit.cluster").warning(
+        "case %s: still there after deleting them (%s): %s", case,
+        refusals[0] if refusals else f"for {CLEANUP_TIMEOUT:.0f} s; a NodeUnprepareResources that keeps failing "
+        "keeps a pod Terminating", ", ".join(left[:5]))
+    if refusals and on_held is not None:
+        on_held(case, namespace, refusals[0])

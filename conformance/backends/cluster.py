@@ -66,6 +66,7 @@ class ClusterSession:
         # driver suite (drivertarget): the vendor profile, ${inv.*} bound, the driver's local nodes
         self.vendor, self.bindings, self.driver_nodes = None, {}, None  # type: tuple[Any, dict[str, str], Any]
         self.driver_logs: Any = None  # (driverlogs.DriverLogs, marks at the case's start): the driver suite
+        self.on_held: Any = None  # (case id, namespace, why): its pods stay, their claims' devices held
         self.log = CaseLog().__enter__()
 
     def inject_fault(self, node: str, device: str, kind: str, effect: str) -> None:
@@ -252,15 +253,16 @@ class ClusterSession:
     def _cleanup(self, failed: bool) -> None:
         if failed and self.keep_on_failure:
             return
-        from .cleanup import remove_case_objects
+        from .cleanup import remove_case_objects, say_left
         real = getattr(self.node_side, "real", None) or {}
         driver_case = "driver" in self.case.features  # its pods run where a kubelet prepares claims
+        refusals = getattr(self.driver_nodes, "unprepare_errors", None)
+        marks = getattr(self, "log_marks", None) or {}
         left = remove_case_objects(self.api, self.namespace, self.created, lambda pod: driver_case or (
-            pod.get("spec") or {}).get("nodeName") in real, released=getattr(self.node_side, "released", None))
+            pod.get("spec") or {}).get("nodeName") in real, released=getattr(self.node_side, "released", None),
+            refused=(lambda: len(refusals(self.namespace, marks))) if refusals is not None else None)
         if left:
-            logging.getLogger("drakit.cluster").warning(
-                "case %s: still there %.0f s after deleting them (a NodeUnprepareResources that keeps failing "
-                "keeps a pod Terminating): %s", self.case.id, CLEANUP_TIMEOUT, ", ".join(left[:5]))
+            say_left(self.case.id, self.namespace, left, refusals(self.namespace, marks) if refusals else [], self.on_held)
 
 
 def _mark_harness_driven(obj: dict[str, Any], run_id: str) -> None:

@@ -49,6 +49,8 @@ class DriverSide:
         self.nodes: Any = None  # drivernodes.DriverNodes, started on first use
         self.start_error: str | None = None
         self._bound: dict[str, dict[str, str]] = {}
+        from .heldclaims import HeldClaims
+        self.held = HeldClaims(api)  # devices earlier cases' stuck pods hold (their unprepare keeps failing)
 
     def _ensure_nodes(self) -> None:
         if self.local is None or self.nodes is not None or self.start_error is not None:
@@ -102,7 +104,12 @@ class DriverSide:
                                "alone; restarts are checked on a driver started from a profile's plugin command")
         devices = published_devices(self._slices(), self.dut.driver)
         attributes = {r.key: r.qualified for r in self.vendor.attributes if r.role == self.dut.role}
-        bound = bind(case.inventory or _NO_NEEDS, devices, self.dut.driver, attributes)
+        held = self.held.devices(self.dut.driver) if self.held.records else {}
+        free = [d for d in devices if (d.pool, d.device) not in held]
+        bound = bind(case.inventory or _NO_NEEDS, free, self.dut.driver, attributes)
+        if isinstance(bound, Unbound) and held and not isinstance(
+                bind(case.inventory or _NO_NEEDS, devices, self.dut.driver, attributes), Unbound):
+            return ("held", self.held.reason(held))
         if isinstance(bound, Unbound):
             hint = ""
             if self.local is not None and self.dut.plugin is None and not self.vendor.fake:
@@ -126,9 +133,10 @@ class DriverSide:
         nodes, once no claim of an earlier case is still prepared there (a force-deleted pod's
         claims are unprepared by the kubelet a moment later)."""
         if self.nodes is not None:
-            held = self.nodes.settle()
+            held = self.nodes.settle(ignore=self.held.namespaces())  # stuck pods' claims: waiting frees nothing
             if held:
                 logging.getLogger("drakit.cluster").warning("claims of earlier cases still prepared: %s", held[:5])
+        session.on_held = self.held.add
         session.vendor = self.vendor
         session.bindings = self.bindings(case)
         session.driver_nodes = self.nodes

@@ -31,13 +31,13 @@ from .kubeapi import CLEANUP_TIMEOUT
 def remove_case_objects(api: Any, namespace: str, created: list[tuple[str, str, str | None]],
                         graceful: Callable[[dict[str, Any]], bool], *, timeout: float = CLEANUP_TIMEOUT,
                         released: Callable[[dict[str, Any]], bool] | None = None,
-                        refused: Callable[[], int] | None = None) -> list[str]:
+                        refused: Callable[[], bool] | None = None) -> list[str]:
     """Delete the case's pods (``graceful(pod)``: grace 1, else 0), claims, namespace and the
     cluster-scoped objects in ``created`` (newest first). Returns ``Kind/name`` of the pods and
     claims still there when ``timeout`` ran out (empty when all went); a pod for which
-    ``released(pod)`` is true counts as gone (module docstring). ``refused()``: how many failed
-    unprepares the kubelets logged for the case's pods; once the kubelet's retry failed too (two),
-    waiting longer frees nothing, and what is left is returned at once."""
+    ``released(pod)`` is true counts as gone (module docstring). ``refused()``: whether the
+    kubelets' failed unprepares for the case's pods show that waiting longer frees nothing (the
+    kubelet's retry failed too); what is left is then returned at once."""
     for pod in api.list("Pod", namespace):
         api.delete("Pod", pod["metadata"]["name"], namespace, grace=1 if graceful(pod) else 0)
     for claim in api.list("ResourceClaim", namespace):
@@ -53,7 +53,7 @@ def remove_case_objects(api: Any, namespace: str, created: list[tuple[str, str, 
             break
         if refused is not None and time.monotonic() - asked >= 1.0:  # a kubelet log read: once a second
             asked = time.monotonic()
-            if refused() >= 2:
+            if refused():
                 break
         time.sleep(0.1)
     api.delete("Namespace", namespace, None)

@@ -67,6 +67,7 @@ class ClusterSession:
         self.vendor, self.bindings, self.driver_nodes = None, {}, None  # type: tuple[Any, dict[str, str], Any]
         self.driver_logs: Any = None  # (driverlogs.DriverLogs, marks at the case's start): the driver suite
         self.on_held: Any = None  # (case id, namespace, why): its pods stay, their claims' devices held
+        self.refusals_enough = 2  # failed unprepares that end the clean-up's wait (1 once an earlier case's stayed)
         self.log = CaseLog().__enter__()
 
     def inject_fault(self, node: str, device: str, kind: str, effect: str) -> None:
@@ -260,7 +261,7 @@ class ClusterSession:
         marks = getattr(self, "log_marks", None) or {}
         left = remove_case_objects(self.api, self.namespace, self.created, lambda pod: driver_case or (
             pod.get("spec") or {}).get("nodeName") in real, released=getattr(self.node_side, "released", None),
-            refused=(lambda: len(refusals(self.namespace, marks))) if refusals is not None else None)
+            refused=(lambda: len(refusals(self.namespace, marks)) >= self.refusals_enough) if refusals else None)
         if left:
             say_left(self.case.id, self.namespace, left, refusals(self.namespace, marks) if refusals else [], self.on_held)
 

@@ -137,6 +137,7 @@ class DriverSide:
             if held:
                 logging.getLogger("drakit.cluster").warning("claims of earlier cases still prepared: %s", held[:5])
         session.on_held = self.held.add
+        session.refusals_enough = 1 if self.held.records else 2  # the driver's refusals are known to last
         session.vendor = self.vendor
         session.bindings = self.bindings(case)
         session.driver_nodes = self.nodes

@@ -54,9 +54,9 @@ class Api:
 def test_clean_up_stops_waiting_once_the_kubelets_retry_failed_too() -> None:
     api, calls = Api(), []
 
-    def refused() -> int:
+    def refused() -> bool:
         calls.append(time.monotonic())
-        return len(calls)  # one more refusal logged at each read
+        return len(calls) >= 2  # one more refusal logged at each read: the retry failed too
 
     t0 = time.monotonic()
     left = remove_case_objects(api, "ns", [], lambda pod: True, timeout=60, refused=refused)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from drakit.conformance.cli import main as drakit
 
-from .allocator_faults import BY_NAME, planted
+from .faults import BY_NAME, planted
 
 SUITES = Path(__file__).resolve().parents[2] / "conformance" / "suites"
 

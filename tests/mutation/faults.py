@@ -1,11 +1,14 @@
-"""Planted faults in the reference allocator (conformance/allocator/): scheduler-like bugs, each
-one rule of the allocator broken on purpose, and the cases of the corpus that must fail with it.
+"""The mutation suite's planted faults on the reference backend: scheduler-like bugs in the
+reference allocator (conformance/allocator/), each one rule broken on purpose, and the fake
+driver's planted faults (fake_driver/planted.py) as its real gRPC plugins serve the reference
+backend's kubelet part; each with the cases of the corpus that must fail with it.
 
 A corpus that passes an allocator with one of these bugs would pass a real scheduler with the
-same bug, so each fault names the behaviour (cases) it breaks; tests/mutation/test_allocator_faults.py
-plants them one at a time (:func:`planted`, replacing one function or method for the length of
-a run, nothing in drakit's own code knows of them) and holds the run to failing exactly those
-cases, as failures (not skips, not errors), with a summary that names the cause.
+same bug, so each fault names the behaviour (cases) it breaks; tests/mutation/test_planted_faults.py
+plants them one at a time (:func:`planted`: a function or method replaced, or the fake driver's
+fault switched on, for the length of a run; nothing in drakit's own code knows of the allocator
+ones) and holds the run to failing exactly those cases, as failures (not skips, not errors),
+with a summary that names the cause. A fault that no case fails is a missing case.
 """
 
 from __future__ import annotations
@@ -21,13 +24,14 @@ A = "drakit.conformance.allocator."
 
 
 @dataclass(frozen=True)
-class AllocatorFault:
+class PlantedFault:
     name: str
-    bug: str                                   # the scheduler bug it stands for
+    bug: str                                   # the scheduler (or driver) bug it stands for
     patch: tuple[tuple[str, str, Callable[..., Any]], ...]  # (module, attribute, replacement)
     suites: tuple[str, ...]                    # the corpus folders its run covers (core is always added)
     breaks: frozenset[str]                     # exactly the cases that must fail
     says: tuple[str, ...]                      # each broken case's failure summary says one of these
+    plant: str = ""                            # a fake driver fault (fake_driver/planted.py) instead of a patch
 
 
 def _true(*_: Any, **__: Any) -> bool:
@@ -45,39 +49,39 @@ def _first_only(self: Any, rd: Any, ri: int, si: int) -> list[Any]:
 _ENUMERATE_ALL = importlib.import_module(A + "search").Allocator._enumerate_all
 
 
-FAULTS: tuple[AllocatorFault, ...] = (
-    AllocatorFault(
+FAULTS: tuple[PlantedFault, ...] = (
+    PlantedFault(
         "ignores-binding-gate", "allocates devices with binding conditions while the scheduler's "
         "DRADeviceBindingConditions gate is off",
         ((A + "selectable", "gate_allows", _true),), ("binding-conditions",),
         frozenset({"binding-conditions/scheduler-gate-off-skips-such-devices"}), ("expected devices", "expected it to stay pending")),
-    AllocatorFault(
+    PlantedFault(
         "ignores-per-device-node-selection", "takes every device of a perDeviceNodeSelection slice as "
         "available on every node the slice reaches (the device's own nodeName/nodeSelector/allNodes unread)",
         ((A + "selectable", "on_node", _true),), ("partitionable-devices",),
         frozenset({"partitionable-devices/per-device-node-selection", "partitionable-devices/counters-shared-across-nodes"}),
         ("expected n2", "expected node-b")),
-    AllocatorFault(
+    PlantedFault(
         "ignores-device-taints", "allocates a device whose NoSchedule taint the request does not tolerate",
         ((A + "search", "tolerated", _true),), ("device-taints",),
         frozenset({"device-taints/effects-are-tolerated-separately", "device-taints/faulty-gpu-is-not-allocated",
                    "device-taints/noexecute-taint-needs-toleration-to-schedule", "device-taints/noschedule-taint-keeps-pod-pending",
                    "device-taints/rule-noschedule-blocks-new-allocations", "device-taints/toleration-allows-allocation"}),
         ("expected it to stay pending", "expected devices", "does not exist")),
-    AllocatorFault(
+    PlantedFault(
         "ignores-match-attribute", "allocates devices that differ in a matchAttribute constraint's attribute",
         ((A + "constraints", "ConstraintTracker._accepts_match", _true),), (),
         frozenset({"core/all-mode-constraint-violation-is-an-error", "core/constraint-applies-only-to-named-requests",
                    "core/match-attribute-two-gpus-one-root", "core/match-attribute-unsatisfiable", "core/match-numa-gpu-and-nic",
                    "core/match-pcie-root-backtracks"}),
         ("expected it to stay pending", "expected devices")),
-    AllocatorFault(
+    PlantedFault(
         "ignores-distinct-attribute", "allocates devices that share a distinctAttribute constraint's attribute",
         ((A + "constraints", "ConstraintTracker._accepts_distinct", _true),), (),
         frozenset({"core/distinct-attribute-compares-all-pairs", "core/distinct-attribute-spreads-gpus",
                    "core/distinct-attribute-too-few-values"}),
         ("expected it to stay pending", "expected devices")),
-    AllocatorFault(
+    PlantedFault(
         "ignores-shared-counters", "allocates partitions beyond the counters their counter set holds",
         ((A + "counters", "CounterBook.reserve", _no_counters),), ("partitionable-devices",),
         frozenset({"partitionable-devices/all-mode-needs-every-partition-to-fit",
@@ -87,7 +91,7 @@ FAULTS: tuple[AllocatorFault, ...] = (
                    "partitionable-devices/one-claim-counts-its-own-devices", "partitionable-devices/two-3g40gb-use-up-memory",
                    "partitionable-devices/whole-gpu-excluded-once-partitioned"}),
         ("expected it to stay pending", "expected devices")),
-    AllocatorFault(
+    PlantedFault(
         "ignores-consumable-capacity", "shares a device beyond its consumable capacity",
         ((A + "capacity", "fits", _true),), ("consumable-capacity",),
         frozenset({"consumable-capacity/all-mode-capacity-blocked-device",
@@ -95,7 +99,7 @@ FAULTS: tuple[AllocatorFault, ...] = (
                    "consumable-capacity/shares-until-bandwidth-runs-out", "consumable-capacity/unknown-capacity-name-skips-device",
                    "consumable-capacity/valid-values-round-up"}),
         ("expected it to stay pending", "expected devices")),
-    AllocatorFault(
+    PlantedFault(
         "all-mode-takes-one", "allocationMode All allocates only the first matching device",
         ((A + "search", "Allocator._enumerate_all", _first_only),), (),
         frozenset({"core/all-mode-constraint-violation-is-an-error", "core/all-mode-every-matching-device",
@@ -103,13 +107,32 @@ FAULTS: tuple[AllocatorFault, ...] = (
         ("expected it to stay pending", "allocated devices, got 1")),
 )
 
-BY_NAME = {f.name: f for f in FAULTS}
+# The fake driver's planted faults on the reference backend, whose kubelet part prepares claims
+# through the fake drivers' real gRPC sockets (the driver suite holds them on real kubelets:
+# tests/clusters/test_driver_suite.py).
+DRIVER_FAULTS: tuple[PlantedFault, ...] = (
+    PlantedFault(
+        "driver:no-cdi-spec", "prepares claims but writes no CDI spec", (), ("device-metadata",),
+        frozenset({"core/container-gets-its-claims-cdi-devices", "core/driver-restart-registers-again",
+                   "core/prepare-failure-is-retried-until-the-device-is-back", "core/two-containers-share-a-claim",
+                   "device-metadata/container-gets-the-metadata-mount"}),
+        ("CDI device injection failed: unresolvable CDI devices",), plant="no-cdi-spec"),
+    PlantedFault(
+        "driver:leak-on-unprepare", "unprepares but leaves the claim's files behind", (), ("device-metadata",),
+        frozenset({"device-metadata/removed-when-unprepared"}), ("a metadata file for request gpu exists",),
+        plant="leak-on-unprepare"),
+)
+
+BY_NAME = {f.name: f for f in (*FAULTS, *DRIVER_FAULTS)}
 
 
 @contextlib.contextmanager
-def planted(fault: AllocatorFault) -> Iterator[None]:
+def planted(fault: PlantedFault) -> Iterator[None]:
     """The fault planted for the length of the ``with`` block (in this process only)."""
     with contextlib.ExitStack() as stack:
+        if fault.plant:
+            from drakit.fake_driver.planted import ENV
+            stack.enter_context(mock.patch.dict("os.environ", {ENV: fault.plant}))
         for module, attribute, replacement in fault.patch:
             owner: Any = importlib.import_module(module)
             *path, leaf = attribute.split(".")

@@ -1,7 +1,8 @@
 """The mutation suite's planted faults on the reference backend: scheduler-like bugs in the
-reference allocator (conformance/allocator/), each one rule broken on purpose, and the fake
-driver's planted faults (fake_driver/planted.py) as its real gRPC plugins serve the reference
-backend's kubelet part; each with the cases of the corpus that must fail with it.
+reference allocator (conformance/allocator/), each one rule broken on purpose; the fake driver's
+planted faults (fake_driver/planted.py) as its real gRPC plugins serve the reference backend's
+kubelet part; and kubelet-like bugs in drakit's node agent (clusters/nodeagent/), which calls
+them. Each with the cases of the corpus that must fail with it.
 
 A corpus that passes an allocator with one of these bugs would pass a real scheduler with the
 same bug, so each fault names the behaviour (cases) it breaks; tests/mutation/test_planted_faults.py
@@ -123,7 +124,18 @@ DRIVER_FAULTS: tuple[PlantedFault, ...] = (
         plant="leak-on-unprepare"),
 )
 
-BY_NAME = {f.name: f for f in (*FAULTS, *DRIVER_FAULTS)}
+# drakit's node agent (clusters/nodeagent/: the reference backend's kubelet part) with a
+# kubelet's bug planted.
+AGENT_FAULTS: tuple[PlantedFault, ...] = (
+    PlantedFault(
+        "agent:ignores-skip-node-operations", "calls NodePrepareResources and NodeUnprepareResources for devices "
+        "whose allocation says to skip them (DRAOptionalNodeOperations)",
+        (("drakit.clusters.nodeagent.agent", "skipped_operations", lambda results: frozenset()),),
+        ("optional-node-operations",), frozenset({"optional-node-operations/skipped-device-beside-the-drivers-own"}),
+        ("Pending", "NodePrepareResources")),
+)
+
+BY_NAME = {f.name: f for f in (*FAULTS, *DRIVER_FAULTS, *AGENT_FAULTS)}
 
 
 @contextlib.contextmanager

@@ -10,13 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .faults import DRIVER_FAULTS, FAULTS
+from .faults import AGENT_FAULTS, DRIVER_FAULTS, FAULTS
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_each_planted_allocator_fault_fails_exactly_its_behaviour(tmp_path: Path) -> None:
-    names = ["none", *(f.name for f in (*FAULTS, *DRIVER_FAULTS))]
+    names = ["none", *(f.name for f in (*FAULTS, *DRIVER_FAULTS, *AGENT_FAULTS))]
     done = subprocess.run([sys.executable, "-m", "tests.mutation.plant_run", str(tmp_path), ",".join(names)],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -24,7 +24,7 @@ def test_each_planted_allocator_fault_fails_exactly_its_behaviour(tmp_path: Path
     clean = json.loads((tmp_path / "none" / "results.json").read_text())
     assert clean["verdict"]["result"] == "pass", [c["id"] for c in clean["cases"] if c["status"] != "passed"]
     wrong = {}
-    for fault in (*FAULTS, *DRIVER_FAULTS):
+    for fault in (*FAULTS, *DRIVER_FAULTS, *AGENT_FAULTS):
         results = json.loads((tmp_path / fault.name / "results.json").read_text())
         cases = {c["id"]: c for c in results["cases"]}
         assert fault.breaks <= set(cases), f"{fault.name}: its run lacks {sorted(fault.breaks - set(cases))}"

@@ -459,7 +459,7 @@ class ClusterBackend:
         session = ClusterSession(target.api, case, ns, self.run_id, self.keep_on_failure, names)
         session.lock = self.shared
         session.logs_dir = target.logs_dir
-        session.gates = dict(target.gates)  # what an explanation of a failure runs the allocator with
+        session.gates = {**target.gates, **getattr(target, "scheduler", {})}  # an explanation's allocator: the scheduler's
         if not self.local and case.nodes:
             session.scope = _label(f"{self.run_id}.{case.id}")
         try:

@@ -74,3 +74,21 @@ def say_left(case: str, namespace: str, left: list[str], refusals: list[str],
         "keeps a pod Terminating", ", ".join(left[:5]))
     if refusals and on_held is not None:
         on_held(case, namespace, refusals[0])
+
+
+class StuckWatch:
+    """``remove_case_objects``' ``refused``: true once a failed unprepare for the case's pods
+    (``seen()``: the kubelets logged one) is ``patience`` seconds old with the pods still there.
+    The kubelet retries 10-15 s after a failure, so after 20 s its retry failed too (a kubelet
+    may log one failure more than once: lines are not attempts)."""
+
+    def __init__(self, seen: Callable[[], bool], patience: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seen, self.patience, self.clock = seen, patience, clock
+        self.first: float | None = None
+
+    def __call__(self) -> bool:
+        if self.first is None:
+            if not self.seen():
+                return False
+            self.first = self.clock()
+        return self.clock() - self.first >= self.patience

@@ -67,7 +67,7 @@ class ClusterSession:
         self.vendor, self.bindings, self.driver_nodes = None, {}, None  # type: tuple[Any, dict[str, str], Any]
         self.driver_logs: Any = None  # (driverlogs.DriverLogs, marks at the case's start): the driver suite
         self.on_held: Any = None  # (case id, namespace, why): its pods stay, their claims' devices held
-        self.refusals_enough = 2  # failed unprepares that end the clean-up's wait (1 once an earlier case's stayed)
+        self.refusal_patience = 20.0  # s after a failed unprepare that end the clean-up's wait (0: known to last)
         self.log = CaseLog().__enter__()
 
     def inject_fault(self, node: str, device: str, kind: str, effect: str) -> None:
@@ -254,14 +254,14 @@ class ClusterSession:
     def _cleanup(self, failed: bool) -> None:
         if failed and self.keep_on_failure:
             return
-        from .cleanup import remove_case_objects, say_left
+        from .cleanup import StuckWatch, remove_case_objects, say_left
         real = getattr(self.node_side, "real", None) or {}
         driver_case = "driver" in self.case.features  # its pods run where a kubelet prepares claims
         refusals = getattr(self.driver_nodes, "unprepare_errors", None)
         marks = getattr(self, "log_marks", None) or {}
         left = remove_case_objects(self.api, self.namespace, self.created, lambda pod: driver_case or (
             pod.get("spec") or {}).get("nodeName") in real, released=getattr(self.node_side, "released", None),
-            refused=(lambda: len(refusals(self.namespace, marks)) >= self.refusals_enough) if refusals else None)
+            refused=StuckWatch(lambda: bool(refusals(self.namespace, marks)), self.refusal_patience) if refusals else None)
         if left:
             say_left(self.case.id, self.namespace, left, refusals(self.namespace, marks) if refusals else [], self.on_held)
 

@@ -105,11 +105,9 @@ class DriverSide:
         devices = published_devices(self._slices(), self.dut.driver)
         attributes = {r.key: r.qualified for r in self.vendor.attributes if r.role == self.dut.role}
         held = self.held.devices(self.dut.driver) if self.held.records else {}
-        free = [d for d in devices if (d.pool, d.device) not in held]
-        bound = bind(case.inventory or _NO_NEEDS, free, self.dut.driver, attributes)
-        if isinstance(bound, Unbound) and held and not isinstance(
-                bind(case.inventory or _NO_NEEDS, devices, self.dut.driver, attributes), Unbound):
-            return ("held", self.held.reason(held))
+        if held and case.behaviour != "unprepare" and any(m.get("kind") == "Pod" for st in case.steps for m in st.manifests):
+            return ("held", self.held.reason(held))  # its pods would meet the held devices (unprepare: its own failure)
+        bound = bind(case.inventory or _NO_NEEDS, devices, self.dut.driver, attributes)
         if isinstance(bound, Unbound):
             hint = ""
             if self.local is not None and self.dut.plugin is None and not self.vendor.fake:
@@ -137,7 +135,7 @@ class DriverSide:
             if held:
                 logging.getLogger("drakit.cluster").warning("claims of earlier cases still prepared: %s", held[:5])
         session.on_held = self.held.add
-        session.refusals_enough = 1 if self.held.records else 2  # the driver's refusals are known to last
+        session.refusal_patience = 0.0 if self.held.records else 20.0  # the driver's refusals are known to last
         session.vendor = self.vendor
         session.bindings = self.bindings(case)
         session.driver_nodes = self.nodes

@@ -2,10 +2,13 @@
 NodeUnprepareResources keeps failing, so their claims stay allocated and their devices taken.
 
 A later case of the driver suite is not failed for that ("cannot allocate all claims", a pod
-Pending for its whole budget): the driver side binds its inventory to the devices still free,
-and when only the held ones would do, sets it aside (skip category ``held``, which keeps the
-verdict from PASS) with a reason naming the earlier case, the kubelet's words and the devices.
-A record goes once its claims are no longer allocated (the driver answered a retry at last).
+Pending for its whole budget, then its own pods stuck too): while such devices are held, the
+driver side sets every later case that runs pods aside (skip category ``held``, which keeps the
+verdict from PASS) with a reason naming the earlier case, the kubelet's words and the devices;
+driver/unprepare still runs, the case whose failure this is. (Which devices a case's pods would
+get is the scheduler's choice, so "enough free devices" cannot be judged beforehand: on
+drakit's fake driver every case leaked one and the fifth found none.) A record goes once its
+claims are no longer allocated (the driver answered a retry at last).
 """
 
 from __future__ import annotations
@@ -45,5 +48,5 @@ class HeldClaims:
         cases = sorted(set(held.values()))
         why = next(w for c, w in self.records.values() if c == cases[0])
         devices = ", ".join(f"{p}/{d}" for p, d in sorted(held)[:5]) + (" ..." if len(held) > 5 else "")
-        return (f"set aside: the devices it needs are held by pods of {', '.join(cases)} that cannot go ({why}); "
-                f"held: {devices}")
+        return (f"set aside: the driver's devices {devices} are held by pods of {', '.join(cases)} that cannot go "
+                f"({why}); this case's pods would compete for what is left")

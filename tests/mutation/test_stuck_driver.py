@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from drakit.conformance.backends.cleanup import remove_case_objects
+from drakit.conformance.backends.cleanup import StuckWatch, remove_case_objects
 from drakit.conformance.backends.drivernodereads import unprepare_refusal
 from drakit.conformance.backends.heldclaims import HeldClaims
 from drakit.conformance.cases.checks import ExpectationFailed, check_object
@@ -52,16 +52,29 @@ class Api:
 
 
 def test_clean_up_stops_waiting_once_the_kubelets_retry_failed_too() -> None:
-    api, calls = Api(), []
+    api, reads = Api(), []
 
-    def refused() -> bool:
-        calls.append(time.monotonic())
-        return len(calls) >= 2  # one more refusal logged at each read: the retry failed too
+    def seen() -> bool:
+        reads.append(time.monotonic())
+        return len(reads) >= 2  # the kubelet's first refusal shows at the second read
 
     t0 = time.monotonic()
-    left = remove_case_objects(api, "ns", [], lambda pod: True, timeout=60, refused=refused)
-    assert time.monotonic() - t0 < 5 and left == ["Pod/p", "ResourceClaim/c"] and len(calls) == 2
+    left = remove_case_objects(api, "ns", [], lambda pod: True, timeout=60, refused=StuckWatch(seen, 1.5))
+    took = time.monotonic() - t0
+    assert 1.5 <= took < 6 and left == ["Pod/p", "ResourceClaim/c"], took  # its retry's time, not the 60 s
     assert ("Pod", "p") in api.deleted and ("Namespace", "ns") in api.deleted
+
+
+def test_a_refusal_is_stuck_only_once_the_retry_had_its_time() -> None:
+    now = [0.0]
+    watch = StuckWatch(lambda: now[0] >= 3, 20.0, clock=lambda: now[0])
+    assert not watch()            # nothing refused yet
+    now[0] = 3.0
+    assert not watch()            # refused at 3 s: the kubelet retries 10-15 s later
+    now[0] = 22.9
+    assert not watch()
+    now[0] = 23.0
+    assert watch()                # the retry failed too (the pods are still there)
 
 
 def test_held_devices_name_the_case_that_left_them_and_go_when_freed() -> None:

@@ -29,7 +29,7 @@ class PlantedFault:
     name: str
     bug: str                                   # the scheduler (or driver) bug it stands for
     patch: tuple[tuple[str, str, Callable[..., Any]], ...]  # (module, attribute, replacement)
-    suites: tuple[str, ...]                    # the corpus folders its run covers (core is always added)
+    suites: tuple[str, ...]                    # the corpus folders its run covers (and core, see plant_run)
     breaks: frozenset[str]                     # exactly the cases that must fail
     says: tuple[str, ...]                      # each broken case's failure summary says one of these
     plant: str = ""                            # a fake driver fault (fake_driver/planted.py) instead of a patch

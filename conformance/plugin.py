@@ -336,8 +336,10 @@ def cluster_group(case: Case, local: bool) -> str | None:
     cluster-wide ones run alone: ``backends.clusterlock``)."""
     if local and "driver" in case.features:  # the driver's own nodes start once, on one worker
         return "drakit-driver-suite"
-    if local and any(v is False for v in case.feature_gates.values()):
-        return "drakit-gates-" + ",".join(f"{g}={str(v).lower()}" for g, v in sorted(case.feature_gates.items()))
+    if local and any(v is False for v in case.feature_gates.values()) or local and case.scheduler_gates:
+        return "drakit-gates-" + ",".join(f"{g}={str(v).lower()}" for g, v in sorted(case.feature_gates.items())) + (
+            "-scheduler-" + ",".join(f"{g}={str(v).lower()}" for g, v in sorted(case.scheduler_gates.items()))
+            if case.scheduler_gates else "")
     return None
 
 

@@ -4,24 +4,29 @@ Switched on with the environment variable ``DRAKIT_FAKE_DRIVER_PLANT`` (comma-se
 where the fake driver starts (its kubelet plugin, and the slices drakit publishes for it in the
 driver suite). Each fault breaks one behaviour of the DRA driver contract:
 
-====================  ===========================================================  ==================
-fault                 what the fake driver then does                               fails
-====================  ===========================================================  ==================
-no-cdi-spec           prepares and answers CDI ids, but writes no CDI spec         driver/pod-env
-leak-on-unprepare     unprepares, but leaves the claim's CDI spec behind           driver/unprepare
-unprepare-fails       answers the first unprepare of each claim with a per-claim   driver/unprepare
-                      error (the pod stays Terminating until the kubelet's retry,
-                      10-15 s later, succeeds; later cases are not hurt)
-wrong-attribute-type  publishes the ``index`` attribute of its first slice's       driver/slices
-                      devices as a string (the profile declares an int)
-prepare-other-device  answers NodePrepareResources naming another device of the     driver/prepare
-                      pool than the one allocated (its CDI ids unchanged)
-env-wrong-value       its CDI edits give each device's environment variable a      driver/pod-env
-                      wrong value (the variable is there)
-admin-prepare-fails   refuses to prepare a claim with admin access                 driver/admin-access
-partition-overcommit  publishes the partitions of a device without the shared      driver/partitionable-
-                      counters they consume (they fit beside their full device)    devices
-====================  ===========================================================  ==================
+======================  ===========================================================  ==================
+fault                   what the fake driver then does                               fails
+======================  ===========================================================  ==================
+no-cdi-spec             prepares and answers CDI ids, but writes no CDI spec         driver/pod-env
+leak-on-unprepare       unprepares, but leaves the claim's CDI spec behind           driver/unprepare
+unprepare-fails         answers the first unprepare of each claim with a per-claim   driver/unprepare
+                        error (the pod stays Terminating until the kubelet's retry,
+                        10-15 s later, succeeds; later cases are not hurt)
+unprepare-always-fails  answers every unprepare with a per-claim error: the pods     driver/unprepare
+                        stay Terminating for good and hold their devices (the
+                        failure names the call, the claim and this error within
+                        seconds; later cases needing those devices are set aside
+                        as ``held``, naming driver/unprepare)
+wrong-attribute-type    publishes the ``index`` attribute of its first slice's       driver/slices
+                        devices as a string (the profile declares an int)
+prepare-other-device    answers NodePrepareResources naming another device of the     driver/prepare
+                        pool than the one allocated (its CDI ids unchanged)
+env-wrong-value         its CDI edits give each device's environment variable a      driver/pod-env
+                        wrong value (the variable is there)
+admin-prepare-fails     refuses to prepare a claim with admin access                 driver/admin-access
+partition-overcommit    publishes the partitions of a device without the shared      driver/partitionable-
+                        counters they consume (they fit beside their full device)    devices
+======================  ===========================================================  ==================
 
 What else each fault fails, by design (the planted-fault test, tests/clusters/test_driver_suite.py,
 holds each fault to exactly this set): no-cdi-spec fails every case that needs a running
@@ -40,8 +45,8 @@ import os
 from collections.abc import Mapping
 
 ENV = "DRAKIT_FAKE_DRIVER_PLANT"
-FAULTS = ("no-cdi-spec", "leak-on-unprepare", "unprepare-fails", "wrong-attribute-type", "prepare-other-device",
-          "env-wrong-value", "admin-prepare-fails", "partition-overcommit")
+FAULTS = ("no-cdi-spec", "leak-on-unprepare", "unprepare-fails", "unprepare-always-fails", "wrong-attribute-type",
+          "prepare-other-device", "env-wrong-value", "admin-prepare-fails", "partition-overcommit")
 
 
 def planted(environ: Mapping[str, str] | None = None) -> frozenset[str]:

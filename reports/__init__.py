@@ -54,8 +54,8 @@ SCHEMA_VERSION = "drakit.results/v1"
 
 STATUSES: tuple[str, ...] = ("passed", "failed", "error", "skipped", "xfail", "flaky")
 SKIP_CATEGORIES: tuple[str, ...] = (
-    "feature-disabled", "gate-unknown", "api-not-served", "inventory", "needs-fake-driver", "no-node-side", "backend",
-    "not-applicable", "other",
+    "feature-disabled", "gate-unknown", "api-not-served", "inventory", "held", "needs-fake-driver", "no-node-side",
+    "backend", "not-applicable", "other",
 )
 # Status text is always shown together with a symbol, so colour is never the only signal.
 # Every symbol is in the common system fonts (DejaVu, Segoe UI Symbol, Apple Symbols).

@@ -156,16 +156,20 @@ def test_a_pod_waiting_for_binding_conditions_names_the_device_and_condition() -
 
 
 def test_a_pod_kept_by_a_failing_unprepare_names_the_call_and_the_drivers_error() -> None:
+    from drakit.conformance.backends.drivernodereads import unprepare_refusal
+    log = ['E1207 pod_workers.go:1301] "Error syncing pod, skipping" err="unprepare dynamic resources: '
+           'NodeUnprepareResources failed for ResourceClaim c: planted fault \\"x\\"" pod="ns/p" podUID="u"',
+           'E1207 ... err="unprepare dynamic resources: other" pod="ns/q"']
+
     class Nodes:
-        def unprepare_errors(self, namespace: str, since: dict[str, int]) -> list[str]:
-            return ['drakit-driver-1: E1207 pod_workers.go:1301] "Error syncing pod, skipping" err="unprepare dynamic '
-                    'resources: NodeUnprepareResources failed for ResourceClaim c: planted fault \\"x\\"" pod="ns/p" '
-                    'podUID="u"', 'drakit-driver-1: E1207 ... err="other" pod="ns/q"']
+        def unprepare_refusals(self, namespace: str, since: dict[str, int],
+                               pod: str | None = None) -> list[tuple[str, str, str]]:
+            return [("drakit-driver-1", *got) for ln in log if (got := unprepare_refusal(ln, namespace, pod))]
 
     s = Session({("Pod", "p"): pod("p", "n1")}, nodes=Nodes())
     said = cause(s, "object", {"kind": "Pod", "name": "p", "absent": True}, [])
-    assert said == ('the kubelet keeps it because NodeUnprepareResources failed (1 time(s), kubelet log): unprepare '
-                    'dynamic resources: NodeUnprepareResources failed for ResourceClaim c: planted fault "x"')
+    assert said == ('the kubelet keeps it because NodeUnprepareResources failed (1 time(s), kubelet log): '
+                    'NodeUnprepareResources failed for ResourceClaim c: planted fault "x"')
     assert cause(Session({}), "object", {"kind": "Pod", "name": "p", "absent": True}, []) is None
 
 

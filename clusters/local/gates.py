@@ -183,3 +183,17 @@ def probe_gate(binary: Path, name: str, value: bool, together: Mapping[str, bool
     arg = "--feature-gates=" + format_gates({**(together or {}), name: value})
     proc = subprocess.run([str(binary), arg, "--version"], capture_output=True, text=True, timeout=timeout, check=False)
     return proc.returncode == 0
+
+
+def apply_component_gates(per: dict[str, dict[str, bool]], known: Mapping[str, Mapping[str, Gate]],
+                          component_gates: Mapping[str, Mapping[str, bool]]) -> None:
+    """Set, in ``per`` (gates per binary), the gates one component alone has otherwise (version
+    or configuration skew), e.g. ``{"kube-scheduler": {"DRADeviceBindingConditions": False}}``;
+    a component or gate the binaries do not know is a :class:`GateError`."""
+    for component, extra in component_gates.items():
+        if component not in per:
+            raise GateError(f"component gates for {component}: not a component of the local cluster")
+        for gate, value in extra.items():
+            if gate not in per[component] and gate not in known.get(component, {}):
+                raise GateError(f"{component} does not know feature gate {gate}")
+            per[component][gate] = value

@@ -99,6 +99,7 @@ class LocalCluster(ComponentFlags, KubeletNodes):
         component_args: Mapping[str, Sequence[str]] | None = None,
         runtime: str | None = None,
         node_images: Sequence[Path] = (),
+        component_gates: Mapping[str, Mapping[str, bool]] | None = None,
     ) -> None:
         try:
             self.component_args = check_component_args(component_args or {})
@@ -117,6 +118,7 @@ class LocalCluster(ComponentFlags, KubeletNodes):
             gatesmod.parse_gate_string(gates) if isinstance(gates, str) else dict(gates or {})
         )
         self.dra_gates = dra_gates
+        self.component_gates = {c: dict(g) for c, g in (component_gates or {}).items()}  # gates.apply_component_gates
         if stage_set not in kwokconfig.STAGE_SETS:
             raise ClusterError(f"unknown stage set {stage_set!r}; known: {', '.join(kwokconfig.STAGE_SETS)}")
         self.stage_set = stage_set
@@ -203,7 +205,7 @@ class LocalCluster(ComponentFlags, KubeletNodes):
                 return
             t0 = time.monotonic()
             self._sync_procs()
-            hard = procs.stop(stop_order(self._procs), popen=self._popen, progress=self.progress)
+            hard = procs.stop(procs.stop_order(self._procs), popen=self._popen, progress=self.progress)
             if hard:
                 self.progress(f"killed with SIGKILL: {', '.join(hard)}")
             self._procs = []
@@ -297,7 +299,7 @@ class LocalCluster(ComponentFlags, KubeletNodes):
             raise ClusterError(f"run dir {self.run_dir} is in use by process {owner.get('pid')}")
         if alive:
             self.progress(f"stale run dir {self.run_dir}: stopping {len(alive)} leftover process(es)")
-            procs.stop(stop_order(alive), progress=self.progress)
+            procs.stop(procs.stop_order(alive), progress=self.progress)
         else:
             self.progress(f"stale run dir {self.run_dir} from a killed run: cleaning")
         for extra in run.tied:  # only folders proven tied to this run folder
@@ -405,6 +407,7 @@ class LocalCluster(ComponentFlags, KubeletNodes):
                 probe=lambda b, n, v, others=None: b != "kubelet" and gatesmod.probe_gate(self._bin(b), n, v, others),
             )
             controllers = gatesmod.controllers_flag(gatesmod.parse_help_controllers(helps["kube-controller-manager"]))
+            gatesmod.apply_component_gates(per, known, self.component_gates)
         except gatesmod.GateError as e:
             raise ClusterError(str(e)) from None
         return per, controllers
@@ -479,16 +482,6 @@ class LocalCluster(ComponentFlags, KubeletNodes):
             served = [v.get("version") for v in json.loads(body).get("versions", [])] if code == 200 else []
             if version not in served:
                 raise ClusterError(f"kube-apiserver does not serve {group_version} (serves: {served})")
-
-
-#: Teardown order: consumers first (drivers, then kubelets, then their runtimes), etcd last.
-_STOP_ORDER = {"driver": -3, "kubelet": -2, "fakecri": -1, "containerd": -1, "kwok": 0, "kube-scheduler": 1,
-               "kube-controller-manager": 2, "kube-apiserver": 3, "etcd": 4}
-
-
-def stop_order(infos: Sequence[procs.ProcInfo]) -> list[procs.ProcInfo]:
-    """``infos`` in teardown order; a node's processes are named ``<role>/<node>[/...]``."""
-    return sorted(infos, key=lambda p: _STOP_ORDER.get(p.name.split("/", 1)[0], 0))
 
 
 def install_sigterm_as_exit() -> None:

@@ -334,3 +334,13 @@ def procs_from_state(state: Mapping[str, Any]) -> list[ProcInfo]:
 
 def procs_to_state(procs: Sequence[ProcInfo]) -> list[dict[str, Any]]:
     return [asdict(p) for p in procs]
+
+
+#: Teardown order: consumers first (drivers, then kubelets, then their runtimes), etcd last.
+_STOP_ORDER = {"driver": -3, "kubelet": -2, "fakecri": -1, "containerd": -1, "kwok": 0, "kube-scheduler": 1,
+               "kube-controller-manager": 2, "kube-apiserver": 3, "etcd": 4}
+
+
+def stop_order(infos: Sequence[ProcInfo]) -> list[ProcInfo]:
+    """``infos`` in teardown order; a node's processes are named ``<role>/<node>[/...]``."""
+    return sorted(infos, key=lambda p: _STOP_ORDER.get(p.name.split("/", 1)[0], 0))

@@ -15,9 +15,9 @@ from typing import Any, Protocol, Sequence
 from ..attributes import AttributeValue
 from ..cel import CelCompileError, CelRuntimeError
 from ..model.claim import ResourceClaim
-from ..model.slice import node_matches
 from ..quantity import Quantity
 from . import capacity as cap
+from . import selectable as sel
 from .constraints import GroupIntersection, lookup_attribute
 from .nodeview import NodeView
 from .plan import RequestData
@@ -71,20 +71,18 @@ class DeviceChecks:
         return bool(self._st.allocating.get(cand.id))
 
     def _is_selectable(self, rd: RequestData, ri: int, si: int, cand: CandidateDevice) -> bool:
-        d = cand.device
-        if d.binding_conditions and not self.features.device_binding_and_status:
+        if not sel.gate_allows(cand, self.features):
             if self._trace is not None:
                 self._trace.reject(self, rd, cand, "binding-conditions")
             return False
-        key = (rd.claim, ri, si, id(d))
+        key = (rd.claim, ri, si, id(cand.device))
         hit = self._st.selectable.get(key)
         if hit is not None:
             return hit
         ok = self._eval_selectors(rd, cand)
-        if ok and cand.slice.per_device_node_selection:
-            ok = node_matches(self._node.name, dict(self._node.labels), want_node=d.node_name, all_nodes=d.all_nodes,
-                              selector=d.node_selector)
-            if not ok and self._trace is not None:
+        if ok and not sel.on_node(cand, self._node):
+            ok = False
+            if self._trace is not None:
                 self._trace.reject(self, rd, cand, "node-selection")
         self._st.selectable[key] = ok
         return ok

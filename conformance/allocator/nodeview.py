@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..cel import CelCompileError, CelRuntimeError
-from ..model.slice import node_matches
 from ..quantity import Quantity
 from . import capacity as cap
+from . import selectable as sel
 from .plan import Entry
 from .selectors import SelectorCache
 from .types import CandidateDevice, DeviceID, Features, NodeInfo, Pool
@@ -116,7 +116,7 @@ class NodeView:
 def _selectable(c: CandidateDevice, class_selectors: tuple[str, ...], selectors: tuple[str, ...], node: NodeInfo,
                 features: Features, stable: bool, cel: SelectorCache) -> bool:
     d = c.device
-    if d.binding_conditions and not features.device_binding_and_status:
+    if not sel.gate_allows(c, features):
         return False
     multi = d.allow_multiple_allocations and not stable
     driver = c.slice.driver
@@ -126,7 +126,4 @@ def _selectable(c: CandidateDevice, class_selectors: tuple[str, ...], selectors:
     for expr in selectors:
         if not cel.evaluate(expr, d, driver, multi):
             return False
-    if c.slice.per_device_node_selection:
-        return node_matches(node.name, dict(node.labels), want_node=d.node_name, all_nodes=d.all_nodes,
-                            selector=d.node_selector)
-    return True
+    return sel.on_node(c, node)

@@ -34,6 +34,7 @@ from .clusterwrites import keep_owner_labels, replace, update_node, wait_for_nod
 from .gatemetrics import observed_gates, stated_gates
 from .kubeapi import CASE_LABEL, CLEANUP_TIMEOUT, KubeApi, NAMESPACED, RUN_LABEL, first_line
 from .names import NameMap, cluster_wide, owned_names
+from .localtarget import gates_unmet
 from .nodeside import kubelet_side_unmet, node_runtimes, node_side_unmet, shared_driver_unmet
 
 SCOPE_LABEL = "drakit.dev/scope"  # a case's nodes, and what its pods select, on a cluster drakit does not own
@@ -65,6 +66,8 @@ class ClusterSession:
         # driver suite (drivertarget): the vendor profile, ${inv.*} bound, the driver's local nodes
         self.vendor, self.bindings, self.driver_nodes = None, {}, None  # type: tuple[Any, dict[str, str], Any]
         self.driver_logs: Any = None  # (driverlogs.DriverLogs, marks at the case's start): the driver suite
+        self.on_held: Any = None  # (case id, namespace, why): its pods stay, their claims' devices held
+        self.refusal_patience = 20.0  # s after a failed unprepare that end the clean-up's wait (0: known to last)
         self.log = CaseLog().__enter__()
 
     def inject_fault(self, node: str, device: str, kind: str, effect: str) -> None:
@@ -251,15 +254,16 @@ class ClusterSession:
     def _cleanup(self, failed: bool) -> None:
         if failed and self.keep_on_failure:
             return
-        from .cleanup import remove_case_objects
+        from .cleanup import StuckWatch, remove_case_objects, say_left
         real = getattr(self.node_side, "real", None) or {}
         driver_case = "driver" in self.case.features  # its pods run where a kubelet prepares claims
+        refusals = getattr(self.driver_nodes, "unprepare_errors", None)
+        marks = getattr(self, "log_marks", None) or {}
         left = remove_case_objects(self.api, self.namespace, self.created, lambda pod: driver_case or (
-            pod.get("spec") or {}).get("nodeName") in real, released=getattr(self.node_side, "released", None))
+            pod.get("spec") or {}).get("nodeName") in real, released=getattr(self.node_side, "released", None),
+            refused=StuckWatch(lambda: bool(refusals(self.namespace, marks)), self.refusal_patience) if refusals else None)
         if left:
-            logging.getLogger("drakit.cluster").warning(
-                "case %s: still there %.0f s after deleting them (a NodeUnprepareResources that keeps failing "
-                "keeps a pod Terminating): %s", self.case.id, CLEANUP_TIMEOUT, ", ".join(left[:5]))
+            say_left(self.case.id, self.namespace, left, refusals(self.namespace, marks) if refusals else [], self.on_held)
 
 
 def _mark_harness_driven(obj: dict[str, Any], run_id: str) -> None:
@@ -385,18 +389,9 @@ class ClusterBackend:
 
     def unmet(self, case: Case) -> tuple[str, str] | None:
         target = self._target(case)
-        where = "the alternate local cluster" if target is not self.main else "the cluster"
-        for gate, want in case.feature_gates.items():
-            if gate in target.discovery.unknown:
-                return ("gate-unknown", f"the case needs {gate}={str(want).lower()} and drakit could not observe "
-                                        f"{gate} on {where} ({target.discovery.sources.get(gate, 'unknown')}); "
-                                        f"state it with --feature-gates {gate}=true|false")
-            if target.gates.get(gate, False) != want:
-                how = target.discovery.sources.get(gate, "")
-                refused = self.alternate is not None and not self.alternate.settable(gate, want)
-                return ("feature-disabled", f"the case needs {gate}={str(want).lower()}; {where} has "
-                                            f"{str(target.gates.get(gate, False)).lower()}" + (f" ({how})" if how else "")
-                        + ("; the local binaries do not accept it" if refused else ""))
+        gates = gates_unmet(case, target, target is not self.main, self.alternate)
+        if gates:
+            return gates
         node_side = node_side_unmet(case, target, self.api) or kubelet_side_unmet(case, target) or (
             None if self.local else shared_driver_unmet(case, target.api, RUN_LABEL))
         if node_side:
@@ -404,6 +399,7 @@ class ClusterBackend:
         for step in case.steps:
             for m in step.manifests:
                 if not target.discovery.serves(m.get("apiVersion", ""), m.get("kind", "")):
+                    where = "the alternate local cluster" if target is not self.main else "the cluster"
                     return ("api-not-served", f"the case uses {m.get('kind')} in {m.get('apiVersion')}, which {where} "
                                               f"does not serve (served: {', '.join(target.discovery.served)})")
         return self.driver_side.unmet(case) if "driver" in case.features else None  # the driver suite
@@ -463,7 +459,7 @@ class ClusterBackend:
         session = ClusterSession(target.api, case, ns, self.run_id, self.keep_on_failure, names)
         session.lock = self.shared
         session.logs_dir = target.logs_dir
-        session.gates = dict(target.gates)  # what an explanation of a failure runs the allocator with
+        session.gates = {**target.gates, **getattr(target, "scheduler", {})}  # an explanation's allocator: the scheduler's
         if not self.local and case.nodes:
             session.scope = _label(f"{self.run_id}.{case.id}")
         try:

@@ -4,10 +4,28 @@ mixin of :class:`~.drivernodes.DriverNodes`)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .base import HarnessError
 from .driverreads import cdi_env
+
+_MAX_LOG_READ = 64 << 20  # a kubelet log read per case, at most
+_ERR = re.compile(r'\berr="((?:[^"\\]|\\.)*)"')
+
+
+def unprepare_refusal(line: str, namespace: str, pod: str | None = None) -> tuple[str, str] | None:
+    """(pod name, error) when a kubelet log ``line`` says it failed to unprepare the claims of a
+    pod of ``namespace`` (``pod``: that one): its pod worker's "Error syncing pod" with
+    err="unprepare dynamic resources: NodeUnprepareResources failed for ResourceClaim c: ..."."""
+    if "unprepare dynamic resources" not in line:
+        return None
+    m = re.search(r'\bpod="([^"/]+)/([^"]+)"', line)
+    if m is None or m.group(1) != namespace or (pod is not None and m.group(2) != pod):
+        return None
+    err = _ERR.search(line)
+    text = err.group(1).replace('\\"', '"') if err else line[-300:]
+    return m.group(2), text.removeprefix("unprepare dynamic resources: ")[:500]
 
 
 class NodeReads:
@@ -16,9 +34,16 @@ class NodeReads:
     dut: Any
 
     def unprepare_errors(self, namespace: str, since: dict[str, int]) -> list[str]:
-        """The kubelet's failed unprepares for pods of ``namespace`` since ``since`` (its pod worker
-        logs "unprepare dynamic resources: ..." and retries 10-15 s later; kubelet 1.37.2 records
-        no event). Empty on agent nodes: drakit's node agent records FailedUnprepare events."""
+        """The kubelet's failed unprepares for pods of ``namespace`` since ``since``, one line
+        each: node, pod and the kubelet's error (which names NodeUnprepareResources, the claim and
+        the driver's message). Its pod worker logs "Error syncing pod" with err="unprepare dynamic
+        resources: ..." and retries 10-15 s later; kubelet 1.37.2 records no event. Empty on agent
+        nodes: drakit's node agent records FailedUnprepare events."""
+        return [f"pod {pod} on {node}: {error}" for node, pod, error in self.unprepare_refusals(namespace, since)]
+
+    def unprepare_refusals(self, namespace: str, since: dict[str, int], pod: str | None = None) -> list[tuple[str, str, str]]:
+        """(node, pod name, the kubelet's error) of each failed unprepare the kubelets logged for
+        pods of ``namespace`` (``pod``: that pod only) since ``since``, oldest first."""
         found = []
         for node in self.nodes.values():
             if node.kubelet is None:
@@ -26,11 +51,10 @@ class NodeReads:
             try:
                 with node.kubelet_log().open("rb") as fh:
                     fh.seek(since.get(node.name, 0))
-                    text = fh.read().decode(errors="replace")
+                    text = fh.read(_MAX_LOG_READ).decode(errors="replace")
             except OSError:
                 continue
-            found += [f"{node.name}: {ln[-800:]}" for ln in text.splitlines()
-                      if "unprepare dynamic resources" in ln and f'pod="{namespace}/' in ln]
+            found += [(node.name, *got) for ln in text.splitlines() if (got := unprepare_refusal(ln, namespace, pod))]
         return found
 
     def prepared_answer(self, uid: str) -> tuple[str, list[tuple[tuple[str, ...], str, str]]] | None:

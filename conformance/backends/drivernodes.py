@@ -277,11 +277,13 @@ class DriverNodes(NodeReads):
                 held += [f"{node.name}:{i.namespace}/{i.name}" for i in node.agent.claim_infos().values()]
         return held
 
-    def settle(self, timeout: float = 30.0) -> list[str]:
+    def settle(self, timeout: float = 30.0, ignore: frozenset[str] = frozenset()) -> list[str]:
         """Wait until no claim of an earlier case is still prepared (a force-deleted pod's claims
-        are unprepared by the kubelet a moment later); returns what is still held at the end."""
+        are unprepared by the kubelet a moment later), claims of namespaces in ``ignore`` aside
+        (pods whose unprepare keeps failing); returns what is still held at the end."""
         deadline = time.monotonic() + timeout
-        while (held := self.prepared_claims()) and time.monotonic() < deadline:
+        while (held := [c for c in self.prepared_claims() if c.split(":", 1)[-1].split("/", 1)[0] not in ignore]) \
+                and time.monotonic() < deadline:
             time.sleep(0.2)
         return held
 

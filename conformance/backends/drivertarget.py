@@ -54,6 +54,8 @@ class DriverSide:
         self.start_error: str | None = None
         self._bound: dict[str, dict[str, str]] = {}
         self._contradicted: dict[str, str] = {}  # case id -> why its behaviour fails without running
+        from .heldclaims import HeldClaims
+        self.held = HeldClaims(api)  # devices earlier cases' stuck pods hold (their unprepare keeps failing)
 
     def _ensure_nodes(self) -> None:
         if self.local is None or self.nodes is not None or self.start_error is not None:
@@ -109,6 +111,9 @@ class DriverSide:
         slices = self._slices()
         devices = published_devices(slices, self.dut.driver)
         attributes = {r.key: r.qualified for r in self.vendor.attributes if r.role == self.dut.role}
+        held = self.held.devices(self.dut.driver) if self.held.records else {}
+        if held and case.behaviour != "unprepare" and any(m.get("kind") == "Pod" for st in case.steps for m in st.manifests):
+            return ("held", self.held.reason(held))  # its pods would meet the held devices (unprepare: its own failure)
         bound = bind(case.inventory or _NO_NEEDS, devices, self.dut.driver, attributes)
         if isinstance(bound, Unbound):
             broken = contradiction(case.behaviour, slices, self.dut.driver)
@@ -138,9 +143,11 @@ class DriverSide:
         nodes, once no claim of an earlier case is still prepared there (a force-deleted pod's
         claims are unprepared by the kubelet a moment later)."""
         if self.nodes is not None:
-            held = self.nodes.settle()
+            held = self.nodes.settle(ignore=self.held.namespaces())  # stuck pods' claims: waiting frees nothing
             if held:
                 logging.getLogger("drakit.cluster").warning("claims of earlier cases still prepared: %s", held[:5])
+        session.on_held = self.held.add
+        session.refusal_patience = 0.0 if self.held.records else 20.0  # the driver's refusals are known to last
         session.vendor = self.vendor
         session.bindings = self.bindings(case)
         session.contradiction = self._contradicted.get(case.id)

@@ -56,25 +56,30 @@ class LocalTarget(Target):
     """A local control plane started here with ``requested`` gates on top of drakit's DRA
     defaults; :meth:`stop` stops its node side, then the cluster."""
 
-    def __init__(self, requested: Mapping[str, bool], first: Any = None) -> None:
+    def __init__(self, requested: Mapping[str, bool], first: Any = None, scheduler: Mapping[str, bool] | None = None) -> None:
         from drakit.clusters.local.kwokconfig import PREPARED
         from drakit.clusters.local.launcher import ClusterError, LocalCluster
         from .kubeletside import kubelet_nodes_of
         _say_socket_folders_on_the_console()
         self.requested = dict(requested)
+        self.scheduler = dict(scheduler or {})  # the gates its kube-scheduler alone has otherwise
         # Real kubelet nodes for the cases' fake hardware, unless DRAKIT_NODE_SIDE=agent asks for
         # kwok nodes with drakit's node agent (or the machine cannot run kubelets: no root).
         real = os.environ.get("DRAKIT_NODE_SIDE", "kubelet") != "agent"
         # The kubelets of the ``first`` case to run here start with the cluster, beside its
         # controllers (a kubelet takes about a second); a case with gates of its own runs on
         # an alternate cluster, so none start for it.
-        early = kubelet_nodes_of(first) if real and first is not None and not first.feature_gates else []
+        early = (kubelet_nodes_of(first) if real and first is not None and not first.feature_gates
+                 and not first.scheduler_gates else [])
         self.cluster = LocalCluster(gates=self.requested or None, stage_set=PREPARED, real_nodes=real,
-                                    prestart_kubelet_nodes=early)
+                                    prestart_kubelet_nodes=early,
+                                    component_gates={"kube-scheduler": self.scheduler} if self.scheduler else None)
         try:
             self.cluster.up()
         except ClusterError as exc:
-            raise HarnessError(f"the local cluster{_with(self.requested)} cannot start: {exc}") from None
+            raise HarnessError(f"the local cluster{_with(self.requested)}"
+                               + (f" and a kube-scheduler{_with(self.scheduler)}" if self.scheduler else "")
+                               + f" cannot start: {exc}") from None
         try:
             from .kubeapi import KubeApi
             from .clusternode import ClusterNodeSide
@@ -134,24 +139,34 @@ class Alternate:
                 for b in KUBE_COMPONENTS)
         return self._accepted[gate, value, others]
 
-    def gates_for(self, case: Any) -> dict[str, bool] | None:
-        """The gates the alternate needs for ``case``, or None: the main cluster has the case's
-        gates, or one it lacks cannot be set on a local cluster (:meth:`settable`); such a case
-        stays skipped."""
+    def scheduler_differs(self, case: Any) -> dict[str, bool]:
+        """The case's ``schedulerFeatureGates`` that differ from the gates its cluster has."""
+        cluster = {**self.main_gates, **case.feature_gates}
+        return {g: v for g, v in case.scheduler_gates.items() if cluster.get(g, False) != v}
+
+    def gates_for(self, case: Any) -> tuple[dict[str, bool], dict[str, bool]] | None:
+        """The gates the alternate needs for ``case`` (all components', and its scheduler's
+        own), or None: the main cluster has the case's gates, or one it lacks cannot be set on a
+        local cluster (:meth:`settable`); such a case stays skipped."""
         differ = {g: v for g, v in case.feature_gates.items() if self.main_gates.get(g, False) != v}
-        if not differ or not all(self.settable(g, v, {o: w for o, w in differ.items() if o != g})
-                                 for g, v in differ.items()):
+        scheduler = self.scheduler_differs(case)
+        if not differ and not scheduler:
             return None
-        return with_dependents_off({**self.requested, **case.feature_gates}, self.main_gates, case.feature_gates)
+        if not all(self.settable(g, v, {o: w for o, w in differ.items() if o != g}) for g, v in differ.items()):
+            return None
+        if not all(self.settable(g, v) for g, v in scheduler.items()):
+            return None
+        gates = with_dependents_off({**self.requested, **case.feature_gates}, self.main_gates, case.feature_gates)
+        return gates, scheduler
 
     def target(self, case: Any) -> LocalTarget | None:
         """The alternate that runs ``case`` (started here if need be), or None: the main one does."""
         want = self.gates_for(case)
         if want is None:
             return None
-        if self.current is None or self.current.requested != want:
+        if self.current is None or (self.current.requested, self.current.scheduler) != want:
             self.stop()
-            self.current = LocalTarget(want)
+            self.current = LocalTarget(want[0], scheduler=want[1])
         return self.current
 
     def stop(self) -> None:
@@ -163,14 +178,16 @@ class Alternate:
         """For results.json: one entry per gate set (only the gates that differ from the main
         cluster's) that the collected ``items`` of ``backend`` need an alternate for, with how
         many cases."""
-        counts: dict[tuple[tuple[str, bool], ...], int] = {}
+        counts: dict[tuple[tuple[tuple[str, bool], ...], tuple[tuple[str, bool], ...]], int] = {}
         for item in items:
             case = getattr(item, "case", None)
             if getattr(item, "backend", None) != backend or case is None or self.gates_for(case) is None:
                 continue
-            key = tuple(sorted((g, v) for g, v in case.feature_gates.items() if self.main_gates.get(g, False) != v))
+            key = (tuple(sorted((g, v) for g, v in case.feature_gates.items() if self.main_gates.get(g, False) != v)),
+                   tuple(sorted(self.scheduler_differs(case).items())))
             counts[key] = counts.get(key, 0) + 1
-        return [{"featureGates": dict(key), "cases": n} for key, n in sorted(counts.items())]
+        return [{"featureGates": dict(gates), **({"schedulerFeatureGates": dict(sched)} if sched else {}), "cases": n}
+                for (gates, sched), n in sorted(counts.items())]
 
 
 def with_dependents_off(gates: Mapping[str, bool], base: Mapping[str, bool], fixed: Mapping[str, bool]) -> dict[str, bool]:
@@ -191,3 +208,29 @@ def with_dependents_off(gates: Mapping[str, bool], base: Mapping[str, bool], fix
                 out[gate] = effective[gate] = False
                 changed = True
     return out
+
+
+def gates_unmet(case: Any, target: Target, alternate_runs: bool, alternate: Alternate | None) -> tuple[str, str] | None:
+    """Why ``target`` cannot run ``case`` for its gates (skip category and message), or None:
+    a ``featureGates`` gate it lacks or could not observe, or a ``schedulerFeatureGates`` gate
+    its kube-scheduler lacks (only an alternate local cluster's scheduler is started so).
+    ``alternate_runs``: the target is the alternate local cluster."""
+    where = "the alternate local cluster" if alternate_runs else "the cluster"
+    for gate, want in case.feature_gates.items():
+        if gate in target.discovery.unknown:
+            return ("gate-unknown", f"the case needs {gate}={str(want).lower()} and drakit could not observe "
+                                    f"{gate} on {where} ({target.discovery.sources.get(gate, 'unknown')}); "
+                                    f"state it with --feature-gates {gate}=true|false")
+        if target.gates.get(gate, False) != want:
+            how = target.discovery.sources.get(gate, "")
+            refused = alternate is not None and not alternate.settable(gate, want)
+            return ("feature-disabled", f"the case needs {gate}={str(want).lower()}; {where} has "
+                                        f"{str(target.gates.get(gate, False)).lower()}" + (f" ({how})" if how else "")
+                    + ("; the local binaries do not accept it" if refused else ""))
+    for gate, want in case.scheduler_gates.items():
+        has = getattr(target, "scheduler", {}).get(gate, target.gates.get(gate, False))
+        if has != want:
+            return ("feature-disabled", f"the case needs a kube-scheduler with {gate}={str(want).lower()} beside "
+                                        f"{where}'s {gate}={str(target.gates.get(gate, False)).lower()}; drakit "
+                                        f"starts such a scheduler on its own local cluster only (--cluster local)")
+    return None

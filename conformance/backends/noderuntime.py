@@ -17,6 +17,7 @@ the device-metadata feature get plugins that write device metadata files, which
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any, Callable, Mapping, Sequence
 
@@ -42,6 +43,12 @@ class _Router:
 
 
 _ROUTER = _Router()
+
+
+def _discard(node: str, shape: str, optional_ops: bool, device_metadata: bool) -> None:
+    ln = _NODES.pop((node, shape, optional_ops, device_metadata), None)
+    if ln is not None:
+        ln.stop()
 
 
 def _local_node(node: str, shape: str, optional_ops: bool, device_metadata: bool) -> Any:
@@ -71,6 +78,7 @@ class NodeRuntime:
         # (namespace, pod, container) -> what the runtime would give it (``containers.record``)
         self.containers: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.pending_status: list[tuple[str, str, str, str, list[dict[str, Any]]]] = []
+        self.refused: dict[str, str] = {}  # node -> a failed NodeUnprepareResources of this case
         self._lock = threading.Lock()
         _ROUTER.get = lambda ns, name: cluster.get("ResourceClaim", name, ns)  # type: ignore[method-assign]
         _ROUTER.write = self._hold_status  # type: ignore[method-assign]
@@ -206,7 +214,9 @@ class NodeRuntime:
         if entry is not None:
             ln = self._node(node)
             if ln is not None:
-                ln.unprepare(pod["metadata"]["uid"])
+                result = ln.unprepare(pod["metadata"]["uid"])
+                if not result.ok:  # the driver keeps the claim prepared: its devices stay taken
+                    self.refused[node] = f"pod {pod['metadata']['name']}: {result.error}"
 
     def device_metadata(self, namespace: str, claim: str, request: str,
                         driver: str | None = None) -> list[dict[str, Any]] | None:
@@ -221,6 +231,12 @@ class NodeRuntime:
     def close(self) -> None:
         for node, pod in list(self.prepared.values()):
             self.unprepare(node, pod)
+        for node, why in self.refused.items():  # later cases get fresh plugins, not the devices still held
+            _discard(node, self.shapes[node], self.optional_ops, self.device_metadata_files)
+            logging.getLogger("drakit.reference").warning(
+                "node %s: NodeUnprepareResources failed (%s); its fake drivers were restarted afresh so that "
+                "later cases do not meet the devices it kept prepared", node, why)
+        self.refused.clear()
         for node in self.faults:  # the plugins are shared by later cases: healthy again
             ln = self._node(node)
             if ln is not None:

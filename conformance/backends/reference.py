@@ -154,10 +154,11 @@ class ReferenceBackend:
         return Capabilities(REFERENCE_VERSION, dict(self.gates), served_apis(self.gates))
 
     def unmet(self, case: Case) -> tuple[str, str] | None:
-        for gate, want in case.feature_gates.items():
+        for gate, want in (*case.feature_gates.items(), *case.scheduler_gates.items()):
             if not want and gate in LOCKED_GATES:
                 return ("feature-disabled", f"{gate} is locked on in 1.37; the case needs it off")
-        missing = unmet_dependencies({**self.gates, **case.feature_gates})
+        missing = (unmet_dependencies({**self.gates, **case.feature_gates})
+                   or unmet_dependencies({**self.gates, **case.feature_gates, **case.scheduler_gates}))
         if missing:
             return ("feature-disabled", "feature gate dependencies are not met (a 1.37 binary would not start): "
                     + "; ".join(missing))
@@ -165,7 +166,7 @@ class ReferenceBackend:
 
     def open(self, case: Case) -> ReferenceSession:
         gates = {**self.gates, **case.feature_gates}
-        cluster = ReferenceCluster(gates, seed=case.id)
+        cluster = ReferenceCluster(gates, seed=case.id, scheduler_gates=case.scheduler_gates)
         if self.node_side:
             from .noderuntime import NodeRuntime
             cluster.node_runtime = NodeRuntime(cluster, {n.name: n.shape for n in case.nodes if n.shape}, gates,

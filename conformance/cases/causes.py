@@ -14,12 +14,10 @@ short clause the runner adds to the failure's summary, or None when nothing more
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from .checks import _unresolvable_cdi, claim_name
 
-_ERR = re.compile(r'err="((?:[^"\\]|\\.)*)"')
 MAX = 400  # characters of a message quoted from an event or a log
 
 
@@ -104,13 +102,11 @@ def terminating_cause(s: Any, pod_name: str) -> str | None:
     if failed:
         return f"the kubelet's NodeUnprepareResources failed (FailedUnprepareDynamicResources): {failed}"
     nodes = getattr(s, "driver_nodes", None)
-    if nodes is None or not hasattr(nodes, "unprepare_errors"):
+    refusals = getattr(nodes, "unprepare_refusals", None)
+    if refusals is None:
         return None
-    lines = [ln for ln in nodes.unprepare_errors(s.namespace, getattr(s, "log_marks", None) or {})
-             if f'pod="{s.namespace}/{pod_name}"' in ln]
-    if not lines:
+    found = refusals(s.namespace, getattr(s, "log_marks", None) or {}, pod_name)
+    if not found:
         return None
-    found = _ERR.search(lines[-1])
-    said = found.group(1).replace('\\"', '"') if found else lines[-1]
-    return (f"the kubelet keeps it because NodeUnprepareResources failed ({len(lines)} time(s), kubelet log): "
-            f"{_short(said)}")
+    return (f"the kubelet keeps it because NodeUnprepareResources failed ({len(found)} time(s), kubelet log): "
+            f"{_short(found[-1][2])}")

@@ -68,12 +68,31 @@ def _ids(results: list[dict[str, Any]]) -> list[str]:
     return [f"{r['driver']}/{r['pool']}/{r['device']}" for r in results]
 
 
+def unprepare_refused(s: Session, pod: str) -> str | None:
+    """Why a deleted pod stays, when the kubelet of the driver suite's node said so: its failed
+    NodeUnprepareResources call (the claim and the driver's error), or None."""
+    nodes = getattr(s, "driver_nodes", None)
+    refusals = getattr(nodes, "unprepare_refusals", None)
+    if refusals is None:
+        return None
+    found = refusals(s.namespace, getattr(s, "log_marks", None) or {}, pod)
+    if not found:
+        return None
+    node, _, error = found[0]
+    return (f"the kubelet on {node} failed to unprepare its claims: {error} (it keeps the pod Terminating and "
+            f"retries every 10-15 s; {len(found)} refusal(s) so far)")
+
+
 def check_object(s: Session, body: dict[str, Any]) -> None:
     kind = body["kind"]
     name = body.get("name") or claim_name(s, body["claim"])
     obj = s.get(kind, name)
     if body.get("absent"):
         if obj is not None:
+            stuck = unprepare_refused(s, name) if kind == "Pod" else None
+            if stuck:  # the kubelet keeps the pod until the driver unprepares: waiting tells no more
+                raise ExpectationFailed(f"pod {name} cannot go: {stuck}", expected="absent", actual=obj.get("metadata"),
+                                        final=True)
             raise ExpectationFailed(f"{kind} {name} still exists", expected="absent", actual=obj.get("metadata"))
         return
     if obj is None:

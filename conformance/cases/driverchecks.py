@@ -299,8 +299,9 @@ def check_unprepare_succeeded(s: Session, body: dict[str, Any]) -> None:
     driver's nodes logged it (a failure the kubelet's retry repaired still failed)."""
     errors = _nodes(s).unprepare_errors(s.namespace, getattr(s, "log_marks", None) or {})
     if errors:
-        raise ExpectationFailed(f"NodeUnprepareResources failed: {errors[0]}", expected=[], actual=errors[:5],
-                                final=True)
+        raise ExpectationFailed(f"the kubelet failed to unprepare: {errors[0]}"
+                                + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""),
+                                expected=[], actual=errors[:5], final=True)
 
 
 def _pod_claim(pod: dict[str, Any], claim: str) -> str | None:

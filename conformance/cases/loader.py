@@ -269,10 +269,11 @@ def _load_case(doc: Any, file: str, start: int, end: int, source: tuple[str, ...
             raise LoadError(file, line_of(doc, ("features", i)) or start,
                             f"unknown feature {f!r}; known: {', '.join(BY_ID)}", f"features[{i}]")
     gates = dict(doc.get("featureGates") or {})
-    for g in gates:
-        if g not in DEFAULT_GATES:
-            raise LoadError(file, line_of(doc, ("featureGates", g)) or start, f"unknown feature gate {g!r}",
-                            f"featureGates.{g}")
+    scheduler_gates = dict(doc.get("schedulerFeatureGates") or {})
+    for key, named in (("featureGates", gates), ("schedulerFeatureGates", scheduler_gates)):
+        for g in named:
+            if g not in DEFAULT_GATES:
+                raise LoadError(file, line_of(doc, (key, g)) or start, f"unknown feature gate {g!r}", f"{key}.{g}")
     steps = tuple(_step(doc, i, s, file, start, validate=not unresolved) for i, s in enumerate(doc["steps"]))
     hw = doc.get("hardware") or {}
     nodes = tuple(NodeSpec(n["name"], n.get("shape"), dict(n.get("labels") or {}),
@@ -298,6 +299,7 @@ def _load_case(doc: Any, file: str, start: int, end: int, source: tuple[str, ...
         end_line=end, source=source, needs=derive_needs(doc, start), unresolved=unresolved,
         behaviour=doc.get("behaviour"), inventory=_inventory(doc, file, start),
         time_budget=_duration(doc, ("timeBudget",), file, start) if "timeBudget" in doc else None,
+        scheduler_gates=scheduler_gates,
     )
 
 

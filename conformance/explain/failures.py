@@ -21,7 +21,9 @@ MAX_PODS = 5  # explained per failure at most (the rest are named)
 
 
 def session_gates(session: Any) -> dict[str, bool]:
-    gates = getattr(session, "gates", None) or getattr(getattr(session, "cluster", None), "gates", None)
+    """The scheduler's gates (an explanation replays its allocator): a cluster session's, or the
+    reference cluster's scheduler's (``schedulerFeatureGates`` over the cluster's)."""
+    gates = getattr(session, "gates", None) or getattr(getattr(session, "cluster", None), "scheduler_gates", None)
     return dict(gates) if gates else dict(DEFAULT_GATES)
 
 

@@ -35,19 +35,22 @@ STATUS_KINDS = ("ResourceClaim", "DeviceTaintRule", "Pod", "PodGroup", "Resource
 
 
 class ReferenceCluster:
-    def __init__(self, gates: Mapping[str, bool] | None = None, *, seed: str = "drakit", clock: Clock | None = None) -> None:
+    def __init__(self, gates: Mapping[str, bool] | None = None, *, seed: str = "drakit", clock: Clock | None = None,
+                 scheduler_gates: Mapping[str, bool] | None = None) -> None:
         self.gates = dict(DEFAULT_GATES if gates is None else gates)
-        # The kubelet's gates: the same set unless a test models version or configuration skew.
+        # The kubelet's and the scheduler's gates: the same set unless a test or a case
+        # (schedulerFeatureGates) models version or configuration skew.
         self.kubelet_gates: dict[str, bool] = self.gates
+        self.scheduler_gates: dict[str, bool] = {**self.gates, **scheduler_gates} if scheduler_gates else self.gates
         self.clock = clock or Clock()
         self.store = ObjectStore(clock=self.clock.stamp)
         self.cache = ParsedCache()
         self.cel_cache = SelectorCache()
         self._share_counter = itertools.count()
         self._seed = seed
-        self.queue = SchedulingQueue(self.gates, self.clock.now, self.store.peek)
+        self.queue = SchedulingQueue(self.scheduler_gates, self.clock.now, self.store.peek)
         self.store.watchers.append(self.queue.on_event)
-        self.scheduler = MiniScheduler(self.store, self.cache, self.gates, self.clock, self.cel_cache, self._next_share_id)
+        self.scheduler = MiniScheduler(self.store, self.cache, self.scheduler_gates, self.clock, self.cel_cache, self._next_share_id)
         self.taint_controller = TaintEvictionController(self)
         self.claims = ClaimController(self)
         self.pool_status = PoolStatusController(self)

@@ -81,6 +81,7 @@ class Case:
     inventory: Inventory | None = None      # driver suite: devices bound at setup (${inv.*})
     configuration: str | None = None        # driver suite: the vendor profile's configuration it runs in
     time_budget: float | None = None        # seconds (timeBudget:); None: sized from the steps (cases.budget)
+    scheduler_gates: dict[str, bool] = field(default_factory=dict)  # schedulerFeatureGates: the scheduler's own
 
     def excerpt(self, line: int, context: int = 3) -> dict[str, Any]:
         start = max(self.line, line - context)

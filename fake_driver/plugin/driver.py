@@ -432,6 +432,8 @@ class FakeDriver:
         if "unprepare-fails" in self.planted and ref.uid in self.prepared() and ref.uid not in self._failed_once:
             self._failed_once.add(ref.uid)  # the first call fails; the kubelet's retry (10-15 s later) succeeds
             raise ClaimError("planted fault unprepare-fails")  # a failure on purpose: no crash file
+        if "unprepare-always-fails" in self.planted and ref.uid in self.prepared():
+            raise ClaimError("planted fault unprepare-always-fails: the device is still in use")  # on purpose
         _check_ref(ref)
         with self._claim_locks.hold(ref.uid):
             with self._state:

@@ -101,3 +101,14 @@ def test_controllers_flag_needs_the_claim_controller():
     ctrl = gates.Controllers(("cronjob-controller",), ())
     with pytest.raises(gates.GateError, match="resource claim controller"):
         gates.controllers_flag(ctrl)
+
+
+def test_component_gates_change_one_component_only():
+    known = {"kube-apiserver": gates.parse_help_gates(HELP), "kube-scheduler": gates.parse_help_gates(HELP)}
+    per = gates.resolve_gates({"DRAPartitionableDevices": True}, known)
+    gates.apply_component_gates(per, known, {"kube-scheduler": {"DRAPartitionableDevices": False}})
+    assert per == {"kube-apiserver": {"DRAPartitionableDevices": True}, "kube-scheduler": {"DRAPartitionableDevices": False}}
+    with pytest.raises(gates.GateError, match="kube-scheduler does not know feature gate Nonsense"):
+        gates.apply_component_gates(per, known, {"kube-scheduler": {"Nonsense": False}})
+    with pytest.raises(gates.GateError, match="kubelet: not a component"):
+        gates.apply_component_gates(per, known, {"kubelet": {"DRAPartitionableDevices": False}})

@@ -17,7 +17,7 @@ import pytest
 
 from drakit.clusters.local import kubeletnode, procs
 from drakit.clusters.local.kubeletnode import NodePaths, containers_of, kubelet_config, namespace_script, read_cri_record
-from drakit.clusters.local.launcher import stop_order
+from drakit.clusters.local.procs import stop_order
 from drakit.fake_driver.kube import Kube, load_api_client
 
 from .waiting import wait_for

@@ -78,6 +78,8 @@ FIRST: dict[tuple[str, str], str] = {
     ('numa-node/vendor-numa-attribute-is-not-the-standard-one', 'user'): 'constraint',
     ('numa-node/no-shared-node-is-unschedulable', 'user'): 'constraint',
     ('optional-node-operations/node-must-declare-the-feature', 'user'): 'skip-node-operations',
+    ('binding-conditions/scheduler-gate-off-skips-such-devices', 'second'): 'binding-conditions',
+    ('partitionable-devices/per-device-node-selection', 'kept-off'): 'node-selection',
     ('partitionable-devices/two-3g40gb-use-up-memory', 'third'): 'counters',
     ('partitionable-devices/compute-counter-limits-small-partitions', 'late'): 'counters',
     ('partitionable-devices/whole-gpu-excluded-once-partitioned', 'whole-user-2'): 'counters',

@@ -297,6 +297,8 @@ CASE_FILES: tuple[CaseFile, ...] = (
              r"{file}:3: features\[1\]: unknown feature 'teleportation'; known: core, "),
     CaseFile("unknown-gate", base("gate") + "featureGates: {DRAEverything: true}\n",
              r"{file}:12: featureGates\.DRAEverything: unknown feature gate 'DRAEverything'"),
+    CaseFile("unknown-scheduler-gate", base("schedgate") + "schedulerFeatureGates: {DRAEverything: false}\n",
+             r"{file}:12: schedulerFeatureGates\.DRAEverything: unknown feature gate 'DRAEverything'"),
     CaseFile("unknown-shape", base("shape") + "hardware:\n  nodes:\n    - {name: node-a, shape: server-9gpu}\n",
              r"{file}:14: hardware\.nodes\[0\]\.shape: unknown shape 'server-9gpu' \(bundled: "),
     CaseFile("shape-file-missing", base("shapefile") + "hardware:\n  nodes:\n    - {name: node-a, shape: ./nowhere.yaml}\n",

@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import os
 import threading
 import urllib.parse
 from pathlib import Path
@@ -57,6 +58,8 @@ def load_api_client(kubeconfig: str | Path | None = None, in_cluster: bool = Fal
     except ImportError as err:  # pragma: no cover - a packaging problem, said plainly
         raise KubeError("talking to the API server needs the 'kubernetes' package") from err
     cfg = Configuration()
+    if kubeconfig and not in_cluster:
+        _bounded(str(kubeconfig))
     try:
         if in_cluster:
             config.load_incluster_config(client_configuration=cfg)
@@ -67,6 +70,25 @@ def load_api_client(kubeconfig: str | Path | None = None, in_cluster: bool = Fal
         where = "the in-cluster service account" if in_cluster else f"kubeconfig {kubeconfig or '(default)'}"
         raise KubeError(f"cannot load {where}: {_first_line(err)}") from None
     return ApiClient(cfg)
+
+
+def _bounded(kubeconfig: str) -> None:
+    """Each file of *kubeconfig* checked by drakit's one reader and its bounded YAML loader before
+    the client reads it: a FIFO, ``/dev/zero``, a huge file or an alias bomb is one line."""
+    from drakit.conformance.errors import LoadError
+    from drakit.conformance.inputs import KUBECONFIG, InputError, read_text
+    from drakit.conformance.yamlmarks import load_documents
+    for part in kubeconfig.split(os.pathsep):
+        if not part or not os.path.lexists(part):
+            continue  # the client says what is missing
+        try:
+            for _ in load_documents(read_text(part, KUBECONFIG), part):
+                pass
+        except InputError as err:
+            raise KubeError(f"cannot load kubeconfig {err}") from None
+        except LoadError as err:  # the YAML error quotes the file, which may hold credentials: the bound only
+            bound = err.message.removeprefix("YAML: ") if "(the limit" in err.message else "not valid YAML"
+            raise KubeError(f"cannot load kubeconfig {part}{f':{err.line}' if err.line else ''}: {bound}") from None
 
 
 def _first_line(err: BaseException) -> str:

@@ -58,23 +58,28 @@ def _entries(data: Mapping[str, Any], field: str, where: str) -> dict[str, Any]:
 
 
 def _read(path: Path) -> dict[str, Any] | None:
-    """One kubeconfig file as data, None when it does not exist."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    """One kubeconfig file as data, None when it does not exist. Read by drakit's one reader (a
+    regular file, its size bounded, strict UTF-8) and parsed by the kit's bounded YAML loader
+    (depth, nodes and aliases: an alias bomb is refused as it is parsed)."""
+    from ..errors import LoadError
+    from ..inputs import KUBECONFIG, InputError, read_text
+    from ..yamlmarks import load_documents
+    if not os.path.lexists(path):
         return None
-    except IsADirectoryError:
-        raise KubeconfigError(f"kubeconfig {path}: is a folder, not a file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or type(exc).__name__
-        raise KubeconfigError(f"kubeconfig {path}: cannot read: {reason}") from None
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        # the YAML error text quotes the file's content, which may hold credentials: not shown
-        raise KubeconfigError(f"kubeconfig {where}: not valid YAML") from None
+        text = read_text(path, KUBECONFIG)
+    except InputError as exc:
+        raise KubeconfigError(f"kubeconfig {exc}") from None
+    try:
+        docs = [d for _, d in load_documents(text, str(path))]
+    except LoadError as exc:
+        where = f"{path}:{exc.line}" if exc.line else str(path)
+        # the YAML error text quotes the file's content, which may hold credentials: only the bound is shown
+        bound = exc.message.removeprefix("YAML: ") if "(the limit" in exc.message else "not valid YAML"
+        raise KubeconfigError(f"kubeconfig {where}: {bound}") from None
+    if len(docs) > 1:
+        raise KubeconfigError(f"kubeconfig {path}: {len(docs)} YAML documents; a kubeconfig is one")
+    data = docs[0] if docs else None
     if data is None:
         return {}
     if not isinstance(data, Mapping):

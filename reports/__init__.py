@@ -7,7 +7,7 @@ it as the ``features`` snapshot inside the results file.
 
 Public API::
 
-    load_results(path) -> dict            parse and validate; ResultsError on any problem
+    load_results(path) -> dict            parse and validate, verdict recomputed; ResultsError on any problem
     validate_results(obj) -> None         validate an in-memory results dict
     compute_summary(cases) -> dict        the ``summary`` block
     compute_verdict(cases, extra) -> dict the ``verdict`` block (VERDICT_RULE is the rule text;
@@ -45,6 +45,9 @@ __all__ = [
     "validate_results",
     "compute_summary",
     "compute_verdict",
+    "recompute_verdict",
+    "trusted_verdict",
+    "verdict_note",
     "run_reasons",
     "merge_cases",
 ]
@@ -77,7 +80,10 @@ from drakit.reports.verdict import (  # noqa: E402 - re-exported here, the packa
     case_ref,
     compute_verdict,
     is_load_error,
+    recompute_verdict,
     run_reasons,
+    trusted_verdict,
+    verdict_note,
     verdict_reasons,
 )
 
@@ -146,6 +152,9 @@ def validate_results(obj: Any, *, source: str = "results") -> None:
         for j, fid in enumerate(case["features"]):
             if fid not in seen_features:
                 fail(f"$.cases[{i}].features[{j}]", f"unknown feature {fid!r} (not in $.features)")
+        for phase, span in (case.get("timeline") or {}).items():
+            if isinstance(span, list) and span[0] > span[1]:
+                fail(f"$.cases[{i}].timeline.{phase}", f"ends ({span[1]}) before it starts ({span[0]})")
     expected = compute_summary(obj["cases"])
     for name, count in expected.items():
         if obj["summary"][name] != count:
@@ -182,11 +191,14 @@ def read_json(path: str | Path) -> Any:
 
 
 def load_results(path: str | Path) -> dict[str, Any]:
-    """Read and validate a results file. Every problem is a :class:`ResultsError` naming the file."""
+    """Read and validate a results file. Every problem is a :class:`ResultsError` naming the file.
+
+    The verdict is never taken on the file's word: it is recomputed from the cases
+    (:func:`trusted_verdict`); where the file says otherwise, ``verdict.stored`` keeps what it
+    said and :func:`verdict_note` is the line to show."""
     obj = read_json(path)
     validate_results(obj, source=str(path))
-    result: dict[str, Any] = obj
-    return result
+    return trusted_verdict(obj)
 
 
 def merge_cases(results: Mapping[str, Any], cases: Sequence[Mapping[str, Any]],
@@ -208,7 +220,7 @@ def merge_cases(results: Mapping[str, Any], cases: Sequence[Mapping[str, Any]],
             merged["environment"]["backends"][name] = dict((backends or {}).get(name) or {
                 "kind": name, "kubernetesVersion": "not reported", "featureGates": {}})
     merged["summary"] = compute_summary(merged["cases"])
-    merged["verdict"] = compute_verdict(merged["cases"], run_reasons(results.get("verdict")))
+    merged["verdict"] = recompute_verdict(merged)
     validate_results(merged, source="merged results")
     return merged
 

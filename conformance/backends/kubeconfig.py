@@ -130,6 +130,7 @@ def resolve_kubeconfig(path: str | None, context: str | None,
     users: dict[str, Any] = {}
     current: str | None = None
     found: list[Path] = []
+    origin: dict[tuple[str, str], Path] = {}  # (field, entry name) -> the file that defines it
     for f in files:
         data = _read(f)
         if data is None:
@@ -140,6 +141,7 @@ def resolve_kubeconfig(path: str | None, context: str | None,
         for table, field in ((contexts, "contexts"), (clusters, "clusters"), (users, "users")):
             for name, body in _entries(data, field, str(f)).items():
                 table.setdefault(name, body)  # the first file that names an entry wins
+                origin.setdefault((field, name), f)
         if current is None and isinstance(data.get("current-context"), str) and data["current-context"]:
             current = data["current-context"]
     if not found:
@@ -163,7 +165,29 @@ def resolve_kubeconfig(path: str | None, context: str | None,
     if user is not None and (not isinstance(user, str) or user not in users):
         raise KubeconfigError(f"kubeconfig {label}: context {chosen!r} names user {user!r}, "
                               f"which the file does not define")
+    _check_named_files(clusters[cluster], origin[("clusters", cluster)], ("certificate-authority",))
+    if user is not None:
+        _check_named_files(users[user], origin[("users", user)], ("client-certificate", "client-key", "tokenFile"))
     return KubeTarget(tuple(found), chosen, cluster, user)
+
+
+def _check_named_files(body: Mapping[str, Any], source: Path, fields: tuple[str, ...]) -> None:
+    """The files a cluster or user entry names (a CA, a client certificate and key, a token
+    file), checked by drakit's one reader before the kubernetes client reads them: a FIFO or
+    ``/dev/zero`` named there would hang it or fill memory. Relative paths are relative to the
+    kubeconfig's folder, as the client reads them; a missing file is left to the client."""
+    from ..inputs import KUBECONFIG, InputError, read_bytes
+    for field in fields:
+        value = body.get(field)
+        if not isinstance(value, str) or not value:
+            continue
+        named = Path(value) if os.path.isabs(value) else source.parent / value
+        if not os.path.lexists(named):
+            continue
+        try:
+            read_bytes(named, KUBECONFIG)
+        except InputError as exc:
+            raise KubeconfigError(f"kubeconfig {source}: {field} {exc}") from None
 
 
 _KEY_DIR: Path | None = None

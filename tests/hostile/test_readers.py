@@ -92,6 +92,15 @@ def _negative(doc: dict[str, Any]) -> None:
     doc["cases"][0]["durationSeconds"] = -1
 
 
+KUBECONFIG_NAMING = """\
+apiVersion: v1
+kind: Config
+current-context: x
+clusters: [{{name: x, cluster: {{server: "https://127.0.0.1:1", certificate-authority: {ca}}}}}]
+users: [{{name: x, user: {{}}}}]
+contexts: [{{name: x, context: {{cluster: x, user: x}}}}]
+"""
+
 DUPLICATE_VERDICT = inputs.VALID_RESULTS.rstrip().removesuffix("}") + ', "verdict": {"result": "pass", "rule": "r"}}'
 
 # results files whose numbers or keys no run writes: (name, text, the line)
@@ -164,6 +173,11 @@ def _build(root: Path) -> tuple[list[list[str]], dict[str, str]]:
     mixed["verdict"] = {"result": "pass", "rule": mixed["verdict"]["rule"], "reasons": []}
     (d / "r.json").write_text(json.dumps(mixed), encoding="utf-8")
     argvs.append(["report", str(d / "r.json"), "--out", str(d / "out")])
+    argvs.append(["report", "--compare", str(results), str(d / "r.json"), "--out", str(d / "compare")])
+    d = _row_dir(root, "kubeconfig-names-dev-zero")
+    d.mkdir(parents=True)
+    (d / "kubeconfig").write_text(KUBECONFIG_NAMING.format(ca="/dev/zero"), encoding="utf-8")
+    argvs.append(["explain", "pod", "default/p", "--kubeconfig", str(d / "kubeconfig")])
     return argvs, files
 
 
@@ -181,7 +195,8 @@ def outcome(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     results = [r for r in lines if "argv" in r]
-    names = [f"{k}-{c}" for k, c in ROWS] + [n for n, _t, _l in RESULTS_ROWS] + ["verdict-edited"]
+    names = ([f"{k}-{c}" for k, c in ROWS] + [n for n, _t, _l in RESULTS_ROWS]
+             + ["verdict-edited", "verdict-edited-compare", "kubeconfig-names-dev-zero"])
     return {"root": root, "files": files, "rows": dict(zip(names, results)),
             "maxrss_kib": next(r["maxrss_kib"] for r in lines if "maxrss_kib" in r)}
 
@@ -238,6 +253,17 @@ def test_an_edited_verdict_is_recomputed_from_the_cases_and_said_so(outcome: dic
     page = (path.parent / "out" / "report.html").read_text(encoding="utf-8")
     assert "Verdict: FAIL" in page and "Verdict: PASS" not in page
     assert "the results file says PASS, but its cases say FAIL" in page
+    compared = outcome["rows"]["verdict-edited-compare"]  # --compare says it too, and compares the recomputed one
+    assert [line for line in compared["err"].splitlines() if "says PASS but its cases say FAIL" in line], compared["err"]
+
+
+def test_a_file_a_kubeconfig_names_is_checked_before_the_client_reads_it(outcome: dict[str, Any]) -> None:
+    result = outcome["rows"]["kubeconfig-names-dev-zero"]
+    text = _clean(result)
+    assert result["code"] == 2, text
+    kubeconfig = _row_dir(outcome["root"], "kubeconfig-names-dev-zero") / "kubeconfig"
+    assert (f"drakit explain: kubeconfig {kubeconfig}: certificate-authority /dev/zero: not a regular file "
+            f"(a character device)") in text.splitlines(), text
 
 
 # -- the reader itself ---------------------------------------------------------------------------

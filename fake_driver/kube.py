@@ -82,13 +82,41 @@ def _bounded(kubeconfig: str) -> None:
         if not part or not os.path.lexists(part):
             continue  # the client says what is missing
         try:
-            for _ in load_documents(read_text(part, KUBECONFIG), part):
-                pass
+            docs = [doc for _, doc in load_documents(read_text(part, KUBECONFIG), part)]
+            for doc in docs:
+                _named_files(doc, Path(part))
         except InputError as err:
             raise KubeError(f"cannot load kubeconfig {err}") from None
         except LoadError as err:  # the YAML error quotes the file, which may hold credentials: the bound only
             bound = err.message.removeprefix("YAML: ") if "(the limit" in err.message else "not valid YAML"
             raise KubeError(f"cannot load kubeconfig {part}{f':{err.line}' if err.line else ''}: {bound}") from None
+
+
+_NAMED = (("clusters", "cluster", ("certificate-authority",)),
+          ("users", "user", ("client-certificate", "client-key", "tokenFile")))
+
+
+def _named_files(doc: Any, source: Path) -> None:
+    """The CA, client certificate and key and token files a kubeconfig's entries name, checked
+    by drakit's one reader (:class:`~drakit.conformance.inputs.InputError`) before the client
+    reads them; relative to the kubeconfig's folder, as the client reads them; a missing file is
+    the client's to report."""
+    from drakit.conformance.inputs import KUBECONFIG, InputError, read_bytes
+    if not isinstance(doc, dict):
+        return
+    for table, key, fields in _NAMED:
+        for entry in doc.get(table) or []:
+            body = entry.get(key) if isinstance(entry, dict) else None
+            for field in fields:
+                value = body.get(field) if isinstance(body, dict) else None
+                if not isinstance(value, str) or not value:
+                    continue
+                named = Path(value) if os.path.isabs(value) else source.parent / value
+                if os.path.lexists(named):
+                    try:
+                        read_bytes(named, KUBECONFIG)
+                    except InputError as err:
+                        raise InputError(source, f"{field} {err}") from None
 
 
 def _first_line(err: BaseException) -> str:

@@ -96,8 +96,8 @@ KUBECONFIG_NAMING = """\
 apiVersion: v1
 kind: Config
 current-context: x
-clusters: [{{name: x, cluster: {{server: "https://127.0.0.1:1", certificate-authority: {ca}}}}}]
-users: [{{name: x, user: {{}}}}]
+clusters: [{{name: x, cluster: {{server: "https://127.0.0.1:1"}}}}]
+users: [{{name: x, user: {{tokenFile: {token}}}}}]
 contexts: [{{name: x, context: {{cluster: x, user: x}}}}]
 """
 
@@ -174,10 +174,13 @@ def _build(root: Path) -> tuple[list[list[str]], dict[str, str]]:
     (d / "r.json").write_text(json.dumps(mixed), encoding="utf-8")
     argvs.append(["report", str(d / "r.json"), "--out", str(d / "out")])
     argvs.append(["report", "--compare", str(results), str(d / "r.json"), "--out", str(d / "compare")])
-    d = _row_dir(root, "kubeconfig-names-dev-zero")
+    d = _row_dir(root, "kubeconfig-names-huge")
     d.mkdir(parents=True)
-    (d / "kubeconfig").write_text(KUBECONFIG_NAMING.format(ca="/dev/zero"), encoding="utf-8")
+    with open(d / "token", "wb") as f:  # the client reads a token file whole when it loads the kubeconfig
+        f.truncate(HUGE)
+    (d / "kubeconfig").write_text(KUBECONFIG_NAMING.format(token="token"), encoding="utf-8")
     argvs.append(["explain", "pod", "default/p", "--kubeconfig", str(d / "kubeconfig")])
+    argvs.append(["driver", "controller", "--kubeconfig", str(d / "kubeconfig")])
     return argvs, files
 
 
@@ -196,7 +199,7 @@ def outcome(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     results = [r for r in lines if "argv" in r]
     names = ([f"{k}-{c}" for k, c in ROWS] + [n for n, _t, _l in RESULTS_ROWS]
-             + ["verdict-edited", "verdict-edited-compare", "kubeconfig-names-dev-zero"])
+             + ["verdict-edited", "verdict-edited-compare", "kubeconfig-names-huge", "driver-kubeconfig-names-huge"])
     return {"root": root, "files": files, "rows": dict(zip(names, results)),
             "maxrss_kib": next(r["maxrss_kib"] for r in lines if "maxrss_kib" in r)}
 
@@ -258,12 +261,17 @@ def test_an_edited_verdict_is_recomputed_from_the_cases_and_said_so(outcome: dic
 
 
 def test_a_file_a_kubeconfig_names_is_checked_before_the_client_reads_it(outcome: dict[str, Any]) -> None:
-    result = outcome["rows"]["kubeconfig-names-dev-zero"]
+    """A 2 GiB token file: the client read it whole (memory); now one line naming it, exit 2."""
+    result = outcome["rows"]["kubeconfig-names-huge"]
     text = _clean(result)
     assert result["code"] == 2, text
-    kubeconfig = _row_dir(outcome["root"], "kubeconfig-names-dev-zero") / "kubeconfig"
-    assert (f"drakit explain: kubeconfig {kubeconfig}: certificate-authority /dev/zero: not a regular file "
-            f"(a character device)") in text.splitlines(), text
+    kubeconfig = _row_dir(outcome["root"], "kubeconfig-names-huge") / "kubeconfig"
+    over = f"{kubeconfig.parent}/token: the file is 2 GiB, over the kubeconfig size limit of 16 MiB"
+    assert f"drakit explain: kubeconfig {kubeconfig}: tokenFile {over}" in text.splitlines(), text
+    result = outcome["rows"]["driver-kubeconfig-names-huge"]  # the fake driver's own client
+    text = _clean(result)
+    assert result["code"] == 2, text
+    assert f"drakit driver controller: cannot load kubeconfig {kubeconfig}: tokenFile {over}" in text.splitlines(), text
 
 
 # -- the reader itself ---------------------------------------------------------------------------

@@ -182,7 +182,7 @@ def _up(args: argparse.Namespace) -> int:
         return _up_kind(args)
     from drakit.clusters.local import build as buildmod
     from drakit.clusters.local import gates, launcher
-    from drakit.fake_hw.inventory import build_inventory
+    from drakit.conformance.hwshapes import build_inventory
 
     try:
         requested = gates.parse_gate_string(args.feature_gates)

@@ -147,6 +147,7 @@ def _dispatch(argv: Sequence[str] | None) -> int:
     if args.command == "run":
         return cmd_run(args)
     if args.command == "report":
+        from .reportcli import cmd_report
         return cmd_report(args)
     if args.command == "lint":
         return cmd_lint(args)
@@ -366,113 +367,6 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_OK
     # a shard is a part of a run (verdict incomplete): it exits 0 when its own cases did
     return EXIT_OK if args.shard and {r["code"] for r in results["verdict"]["reasons"]} == {"shard"} else EXIT_FAILED
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    from drakit.reports import ResultsError, load_results
-    from drakit.reports.render import render_all
-    if args.compare and (args.merge or args.results) or not (args.compare or args.results or args.merge):
-        print("drakit report: give RESULTS.json [--merge CASES.json], --merge SHARD.json... or --compare OLD.json "
-              "NEW.json", file=sys.stderr)
-        return EXIT_USAGE
-    if args.compare:
-        return cmd_compare(args)
-    if args.results is None:
-        from .shardcli import merge_shard_files
-        return merge_shard_files(args.merge, args.out)
-    try:
-        results = load_results(Path(args.results))
-    except (OSError, ResultsError) as exc:
-        print(f"drakit: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    out = Path(args.out) if args.out else Path(args.results).parent
-    if args.merge:
-        from drakit.reports import merge_cases
-        for source in args.merge:
-            try:
-                results = _merge(results, Path(source), merge_cases, load_results)
-            except (OSError, ValueError, RecursionError, ResultsError) as exc:
-                print(f"drakit: --merge {source}: {_merge_problem(exc).removeprefix(f'{source}: ')}", file=sys.stderr)
-                return EXIT_USAGE
-    if not _out_folder(out):
-        return EXIT_USAGE
-    from drakit.reports.safefs import UnsafePath
-    try:
-        if args.merge:  # the merged results become the run's results.json, with its reports
-            from .results import write_results
-            written = write_results(results, out, fallback=False)
-        else:
-            written = render_all(results, out)
-    except UnsafePath as exc:
-        print(f"drakit: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    for _name, path in sorted(written.items()):
-        print(f"wrote {path}")
-    return EXIT_OK
-
-
-def _merge(results: dict, source: Path, merge_cases: Any, load_results: Any) -> dict:
-    """*results* with the cases of *source*: another results.json (read and validated as one)
-    or a list of cases, as ``drakit node-check`` writes it."""
-    from drakit.reports import read_json
-    extra = read_json(source)
-    if isinstance(extra, dict):
-        other = load_results(source)
-        return merge_cases(results, other["cases"], other["environment"]["backends"])
-    if not isinstance(extra, list):
-        raise ValueError(f"expected a results.json object or a list of cases, found {type(extra).__name__}")
-    from drakit.reports import validate_cases
-    validate_cases(extra, source="cases")
-    return merge_cases(results, extra)
-
-
-def _merge_problem(exc: BaseException) -> str:
-    if isinstance(exc, RecursionError):
-        return "nested too deep to be drakit results"
-    if isinstance(exc, UnicodeDecodeError):
-        return f"not UTF-8 text: {exc.reason} at byte {exc.start}"
-    if isinstance(exc, json.JSONDecodeError):
-        return f"line {exc.lineno} column {exc.colno}: not valid JSON: {exc.msg}"
-    if isinstance(exc, OSError):
-        return f"cannot read: {exc.strerror or exc}"
-    return str(exc)
-
-
-def cmd_compare(args: argparse.Namespace) -> int:
-    """``drakit report --compare OLD NEW``: text on stdout, compare.html, exit 1 on new failures."""
-    from drakit.reports import ResultsError, load_results
-    from drakit.reports.compare import compare_results, gate_exit_code, render_compare_html, render_compare_text
-    old_path, new_path = (Path(p) for p in args.compare)
-    try:
-        old, new = load_results(old_path), load_results(new_path)
-    except (OSError, ResultsError) as exc:
-        print(f"drakit: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    comparison = compare_results(old, new, allow_removed=args.allow_removed)
-    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    out = Path(args.out) if args.out else new_path.parent
-    if not _out_folder(out, ("compare.html",)):
-        return EXIT_USAGE
-    from drakit.reports.safefs import UnsafePath, write_file
-    try:
-        target = write_file(out, "compare.html", render_compare_html(comparison), what="--out")
-    except UnsafePath as exc:
-        print(f"drakit: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    _print_to_pipe(render_compare_text(comparison, color=color) + f"wrote {target}\n")
-    return gate_exit_code(comparison)
-
-
-def _print_to_pipe(text: str) -> None:
-    """Write to stdout; a reader that stopped early (``| head``) ends the output quietly, and
-    stdout goes to /dev/null so the interpreter's last flush does not complain either."""
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
 
 
 def cmd_features() -> int:

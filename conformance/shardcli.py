@@ -21,7 +21,7 @@ def merge_results(sources: Sequence[tuple[str, dict[str, Any]]], out: Path, **ho
 
 
 def merge_shard_files(paths: Sequence[str], out_arg: str | None) -> int:
-    from drakit.reports import ResultsError, load_results
+    from drakit.reports import ResultsError, clean_text, load_results, verdict_note
     from drakit.reports.shardmerge import ShardMergeError
     from drakit.reports.text import render_summary
     sources = []
@@ -31,6 +31,9 @@ def merge_shard_files(paths: Sequence[str], out_arg: str | None) -> int:
         except (OSError, ResultsError) as exc:
             print(f"drakit report --merge: {exc}", file=sys.stderr)
             return EXIT_USAGE
+        note = verdict_note(sources[-1][1], path)
+        if note:
+            print(f"drakit report --merge: {clean_text(note)}", file=sys.stderr)
     out = Path(out_arg or "drakit-out")
     if any((out / "results.json").resolve() == Path(p).resolve() for p in paths):
         print(f"drakit report --merge: --out {out} would overwrite a shard's results.json: give another --out",

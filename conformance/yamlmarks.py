@@ -6,8 +6,8 @@ kit can treat them as ordinary data and still point a user at ``file:line``. Dup
 an error (a silently overwritten key is a lost expectation).
 
 Hostile input is refused while parsing, before anything grows, the way the API server bounds a
-request: :class:`YamlLimits` caps the nesting depth and the nodes that aliases add when
-expanded (an "alias bomb" of nine nested anchors is billions of nodes), both counted by the
+request: :class:`YamlLimits` caps the nesting depth, the nodes of a file and the nodes that
+aliases add when expanded (an "alias bomb" of nine nested anchors is billions of nodes), both counted by the
 composer as it builds each node, so the refusal costs no more than the text that led to it.
 Tags beyond JSON's data (``!!set``, ``!!binary``...) are refused and timestamps stay strings, as
 Kubernetes reads them. libyaml's parser is used when PyYAML has it (about 3x faster); the
@@ -86,6 +86,7 @@ class YamlLimits:
 
     max_depth: int = 100  # nested mappings and sequences (the bundled suites use 16)
     max_alias_nodes: int = 100_000  # nodes all alias references of the file add when expanded
+    max_nodes: int = 1_000_000  # nodes of a file (about 600 bytes of memory each while composed: under 1 GiB)
 
 
 DEFAULT_LIMITS = YamlLimits()
@@ -101,13 +102,15 @@ class _LimitedComposer(Composer):
         super().__init__()
         self._depth = 0
         self._alias_nodes = 0
-        self._size: dict[int, tuple[int, int]] = {}  # id(node) -> (expanded nodes, height)
+        self._nodes = 0
+        self._size: dict[int, tuple[int, int]] = {}  # id(node) -> (expanded nodes, height), until its parent is done
+        self._anchored: set[int] = set()  # id(node) of the nodes an alias may name: their sizes are kept
 
     def compose_document(self) -> Node:
         try:
             return super().compose_document()
         finally:
-            self._size = {}
+            self._size, self._anchored = {}, set()
 
     def compose_node(self, parent: Node | None, index: Any) -> Node:
         event = self.peek_event()
@@ -125,19 +128,29 @@ class _LimitedComposer(Composer):
             self._check_depth(self._depth + height, event)
             return node
         self._depth += 1
+        self._nodes += 1
+        if self._nodes > self.limits.max_nodes:
+            raise ConstructorError(None, None, f"more than {self.limits.max_nodes:,} YAML nodes (the limit)",
+                                   event.start_mark)
         self._check_depth(self._depth, event)
         try:
             node = super().compose_node(parent, index)
         finally:
             self._depth -= 1
         if isinstance(node, SequenceNode):
-            children = [self._size[id(c)] for c in node.value]
+            children = [self._child(c) for c in node.value]
         elif isinstance(node, MappingNode):
-            children = [self._size[id(c)] for pair in node.value for c in pair]
+            children = [self._child(c) for pair in node.value for c in pair]
         else:
             children = []
         self._size[id(node)] = (1 + sum(n for n, _ in children), 1 + max((h for _, h in children), default=0))
+        if getattr(event, "anchor", None):
+            self._anchored.add(id(node))
         return node
+
+    def _child(self, node: Node) -> tuple[int, int]:
+        """A child's size, forgotten once read unless an alias may name it (memory: one entry a node)."""
+        return self._size[id(node)] if id(node) in self._anchored else self._size.pop(id(node))
 
     def _check_depth(self, depth: int, event: Any) -> None:
         if depth > self.limits.max_depth:
@@ -280,3 +293,4 @@ def line_of(doc: Any, path: tuple[object, ...]) -> int | None:
         if inner is not None and not isinstance(node, MarkedList):
             best = best if best is not None else inner
     return best
+

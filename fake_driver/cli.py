@@ -147,7 +147,7 @@ def _node_hardware(kube: Any, args: argparse.Namespace) -> str:
 
 
 def _inventory(shape: str, node: str) -> Any:
-    from drakit.fake_hw.inventory import build_inventory
+    from drakit.conformance.hwshapes import build_inventory
     return build_inventory(shape, node)
 
 

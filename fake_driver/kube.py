@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import os
 import threading
 import urllib.parse
 from pathlib import Path
@@ -57,6 +58,8 @@ def load_api_client(kubeconfig: str | Path | None = None, in_cluster: bool = Fal
     except ImportError as err:  # pragma: no cover - a packaging problem, said plainly
         raise KubeError("talking to the API server needs the 'kubernetes' package") from err
     cfg = Configuration()
+    if kubeconfig and not in_cluster:
+        _bounded(str(kubeconfig))
     try:
         if in_cluster:
             config.load_incluster_config(client_configuration=cfg)
@@ -67,6 +70,53 @@ def load_api_client(kubeconfig: str | Path | None = None, in_cluster: bool = Fal
         where = "the in-cluster service account" if in_cluster else f"kubeconfig {kubeconfig or '(default)'}"
         raise KubeError(f"cannot load {where}: {_first_line(err)}") from None
     return ApiClient(cfg)
+
+
+def _bounded(kubeconfig: str) -> None:
+    """Each file of *kubeconfig* checked by drakit's one reader and its bounded YAML loader before
+    the client reads it: a FIFO, ``/dev/zero``, a huge file or an alias bomb is one line."""
+    from drakit.conformance.errors import LoadError
+    from drakit.conformance.inputs import KUBECONFIG, InputError, read_text
+    from drakit.conformance.yamlmarks import load_documents
+    for part in kubeconfig.split(os.pathsep):
+        if not part or not os.path.lexists(part):
+            continue  # the client says what is missing
+        try:
+            docs = [doc for _, doc in load_documents(read_text(part, KUBECONFIG), part)]
+            for doc in docs:
+                _named_files(doc, Path(part))
+        except InputError as err:
+            raise KubeError(f"cannot load kubeconfig {err}") from None
+        except LoadError as err:  # the YAML error quotes the file, which may hold credentials: the bound only
+            bound = err.message.removeprefix("YAML: ") if "(the limit" in err.message else "not valid YAML"
+            raise KubeError(f"cannot load kubeconfig {part}{f':{err.line}' if err.line else ''}: {bound}") from None
+
+
+_NAMED = (("clusters", "cluster", ("certificate-authority",)),
+          ("users", "user", ("client-certificate", "client-key", "tokenFile")))
+
+
+def _named_files(doc: Any, source: Path) -> None:
+    """The CA, client certificate and key and token files a kubeconfig's entries name, checked
+    by drakit's one reader (:class:`~drakit.conformance.inputs.InputError`) before the client
+    reads them; relative to the kubeconfig's folder, as the client reads them; a missing file is
+    the client's to report."""
+    from drakit.conformance.inputs import KUBECONFIG, InputError, read_bytes
+    if not isinstance(doc, dict):
+        return
+    for table, key, fields in _NAMED:
+        for entry in doc.get(table) or []:
+            body = entry.get(key) if isinstance(entry, dict) else None
+            for field in fields:
+                value = body.get(field) if isinstance(body, dict) else None
+                if not isinstance(value, str) or not value:
+                    continue
+                named = Path(value) if os.path.isabs(value) else source.parent / value
+                if os.path.lexists(named):
+                    try:
+                        read_bytes(named, KUBECONFIG)
+                    except InputError as err:
+                        raise InputError(source, f"{field} {err}") from None
 
 
 def _first_line(err: BaseException) -> str:

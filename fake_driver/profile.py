@@ -238,12 +238,17 @@ def bundled_profile_path() -> Path:
 
 def load_vendor_profile(path: str | Path | None = None) -> VendorProfile:
     """Read and validate a profile file; ``None`` means the bundled one."""
+    from drakit.conformance.inputs import PROFILE, InputError, read_text
     source = Path(path) if path is not None else bundled_profile_path()
-    try:
-        text = source.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        reason = getattr(err, "strerror", None) or type(err).__name__
-        raise ProfileError(f"{source}: cannot read profile: {reason}") from None
+    try:  # drakit's one reader: a regular file, its size bounded, strict UTF-8
+        text = read_text(source, PROFILE)
+    except InputError as err:
+        raise ProfileError(f"{source}: cannot read profile: {err.reason}") from None
+    return parse_profile_text(text, source)
+
+
+def parse_profile_text(text: str, source: str | Path) -> VendorProfile:
+    """Parse and validate the text of a profile file (bounded YAML, one document)."""
     try:
         docs = list(load_documents(text, str(source)))
     except LoadError as err:

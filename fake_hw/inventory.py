@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal, Sequence
 
 from drakit.fake_hw.attributes import Attr
@@ -136,8 +135,9 @@ class NodeInventory:
         return dict(self.labels)
 
 
-def build_inventory(shape: Shape | str | Path, node_name: str) -> NodeInventory:
-    """Expand ``shape`` (a ``Shape``, a bundled shape name or a file path) for ``node_name``."""
+def build_inventory(shape: Shape | str, node_name: str) -> NodeInventory:
+    """Expand ``shape`` (a ``Shape`` or a bundled shape name; a shape file is read at the edge,
+    ``drakit.conformance.hwshapes.read_shape``) for ``node_name``."""
     if not isinstance(shape, Shape):
         shape = load_shape(shape)
     if len(node_name) > 253 or not _DNS_SUBDOMAIN.match(node_name):

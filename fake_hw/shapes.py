@@ -227,16 +227,20 @@ def bundled_shapes() -> tuple[str, ...]:
                         if p.name.endswith(".yaml")))
 
 
-def load_shape(name_or_path: str | Path) -> Shape:
-    """Load a bundled shape by name (``server-8gpu``) or any shape file by path."""
-    text_path = str(name_or_path)
-    if isinstance(name_or_path, Path) or "/" in text_path or text_path.endswith((".yaml", ".yml")):
-        path = Path(name_or_path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as err:
-            raise ShapeError(f"{path}: cannot read shape file: {err.strerror or err}") from None
-        return shape_from_text(text, str(path))
+def is_shape_file(name_or_path: str | Path) -> bool:
+    """Whether a shape is named by a file path (``./gpus.yaml``) rather than a bundled name."""
+    text = str(name_or_path)
+    return isinstance(name_or_path, Path) or "/" in text or text.endswith((".yaml", ".yml"))
+
+
+def load_shape(name: str) -> Shape:
+    """Load a bundled shape by name (``server-8gpu``). A shape file is read at the edge, by
+    ``drakit.conformance.hwshapes.read_shape`` (drakit's one input reader), and parsed here by
+    :func:`shape_from_text`: the pure core reads no file a user names."""
+    text_path = str(name)
+    if is_shape_file(name):
+        raise ShapeError(f"{text_path}: a shape file is read by drakit.conformance.hwshapes.read_shape, "
+                         f"not by fake_hw")
     if text_path not in bundled_shapes():
         raise ShapeError(f"unknown shape {text_path!r} (bundled: {', '.join(bundled_shapes())})")
     resource = resources.files("drakit.fake_hw") / "profiles" / f"{text_path}.yaml"

@@ -7,7 +7,7 @@ it as the ``features`` snapshot inside the results file.
 
 Public API::
 
-    load_results(path) -> dict            parse and validate; ResultsError on any problem
+    load_results(path) -> dict            parse and validate, verdict recomputed; ResultsError on any problem
     validate_results(obj) -> None         validate an in-memory results dict
     compute_summary(cases) -> dict        the ``summary`` block
     compute_verdict(cases, extra) -> dict the ``verdict`` block (VERDICT_RULE is the rule text;
@@ -22,7 +22,6 @@ The field-by-field description of the results file is ``reports/SCHEMA.md``.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
@@ -46,6 +45,9 @@ __all__ = [
     "validate_results",
     "compute_summary",
     "compute_verdict",
+    "recompute_verdict",
+    "trusted_verdict",
+    "verdict_note",
     "run_reasons",
     "merge_cases",
 ]
@@ -78,7 +80,10 @@ from drakit.reports.verdict import (  # noqa: E402 - re-exported here, the packa
     case_ref,
     compute_verdict,
     is_load_error,
+    recompute_verdict,
     run_reasons,
+    trusted_verdict,
+    verdict_note,
     verdict_reasons,
 )
 
@@ -147,6 +152,9 @@ def validate_results(obj: Any, *, source: str = "results") -> None:
         for j, fid in enumerate(case["features"]):
             if fid not in seen_features:
                 fail(f"$.cases[{i}].features[{j}]", f"unknown feature {fid!r} (not in $.features)")
+        for phase, span in (case.get("timeline") or {}).items():
+            if isinstance(span, list) and span[0] > span[1]:
+                fail(f"$.cases[{i}].timeline.{phase}", f"ends ({span[1]}) before it starts ({span[0]})")
     expected = compute_summary(obj["cases"])
     for name, count in expected.items():
         if obj["summary"][name] != count:
@@ -165,93 +173,32 @@ def validate_cases(cases: Any, *, source: str) -> None:
         raise ResultsError(f"{source}: {error.json_path}: {_one_line(error.message)}")
 
 
-_TOO_DEEP = object()
 MAX_DEPTH = 100  # results nest about 20 deep (object dumps in diagnostics); the renderers recurse
-
-
-def _too_deep(value: Any, limit: int) -> bool:
-    stack = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > limit:
-            return True
-        if isinstance(node, dict):
-            stack.extend((v, depth + 1) for v in node.values())
-        elif isinstance(node, list):
-            stack.extend((v, depth + 1) for v in node)
-    return False
-
-
-MAX_BYTES = 64 << 20  # a results file; DRAKIT_MAX_RESULTS_SIZE (bytes) raises it
-MAX_NUMBER_CHARS = 40  # a number in a results file (counts, lines, seconds: a few digits)
-MAX_BYTES_ENV = "DRAKIT_MAX_RESULTS_SIZE"
-
-
-class _BadNumber(ValueError):
-    pass
-
-
-def _int(text: str) -> int:
-    if len(text) > MAX_NUMBER_CHARS:
-        raise _BadNumber(f"an integer of {len(text):,} digits")
-    return int(text)
-
-
-def _float(text: str) -> float:
-    value = float(text) if len(text) <= MAX_NUMBER_CHARS else float("inf")
-    if value in (float("inf"), float("-inf")):
-        raise _BadNumber(f"a number too large for a results file ({text[:20]}{'...' if len(text) > 20 else ''})")
-    return value
-
-
-def _constant(text: str) -> float:
-    raise _BadNumber(f"{text} (not JSON)")
-
-
-def max_results_bytes() -> int:
-    raw = os.environ.get(MAX_BYTES_ENV, "")
-    return int(raw) if raw.isdigit() and raw.isascii() else MAX_BYTES
+MAX_BYTES_ENV = "DRAKIT_MAX_RESULTS_SIZE"  # raises the results-file size limit (drakit.conformance.inputs.RESULTS)
+NOT_RESULTS = ": not a drakit results file"
 
 
 def read_json(path: str | Path) -> Any:
-    """The JSON data of a results file (or another drakit JSON file), bounded before it is parsed:
-    its size (:func:`max_results_bytes`), its numbers (no 5,000-digit integer, no NaN or
-    Infinity), its nesting (:data:`MAX_DEPTH`). Every problem is one :class:`ResultsError`."""
-    path = Path(path)
-    limit = max_results_bytes()
+    """The JSON data of a results file (or another drakit JSON file, node-check's cases), read
+    by drakit's one reader (:mod:`drakit.conformance.inputs`): a regular file, its size bounded
+    before it is read, strict UTF-8, no duplicate key, bounded numbers and nesting. Every
+    problem is one :class:`ResultsError` naming the file."""
+    from drakit.conformance.inputs import RESULTS, InputError, read_json as read
     try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size > limit:
-                raise ResultsError(f"{path}: {size:,} bytes, over the results-file limit of {limit:,} bytes "
-                                   f"({MAX_BYTES_ENV}=BYTES raises it)")
-            raw = f.read(limit + 1)
-        if len(raw) > limit:  # a FIFO or a file still growing
-            raise ResultsError(f"{path}: over the results-file limit of {limit:,} bytes ({MAX_BYTES_ENV}=BYTES raises it)")
-        text = raw.decode("utf-8")
-    except OSError as exc:
-        raise ResultsError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ResultsError(f"{path}: not UTF-8 text: {exc.reason} at byte {exc.start}") from None
-    try:
-        obj = json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant)
-    except json.JSONDecodeError as exc:
-        raise ResultsError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
-    except _BadNumber as exc:
-        raise ResultsError(f"{path}: {exc}: not a drakit results file") from None
-    except RecursionError:  # too deep for the decoder itself
-        obj = _TOO_DEEP
-    if obj is _TOO_DEEP or _too_deep(obj, MAX_DEPTH):
-        raise ResultsError(f"{path}: nested deeper than {MAX_DEPTH} levels: not a drakit results file") from None
-    return obj
+        return read(path, RESULTS, what=NOT_RESULTS)
+    except InputError as exc:
+        raise ResultsError(str(exc)) from None
 
 
 def load_results(path: str | Path) -> dict[str, Any]:
-    """Read and validate a results file. Every problem is a :class:`ResultsError` naming the file."""
+    """Read and validate a results file. Every problem is a :class:`ResultsError` naming the file.
+
+    The verdict is never taken on the file's word: it is recomputed from the cases
+    (:func:`trusted_verdict`); where the file says otherwise, ``verdict.stored`` keeps what it
+    said and :func:`verdict_note` is the line to show."""
     obj = read_json(path)
     validate_results(obj, source=str(path))
-    result: dict[str, Any] = obj
-    return result
+    return trusted_verdict(obj)
 
 
 def merge_cases(results: Mapping[str, Any], cases: Sequence[Mapping[str, Any]],
@@ -273,7 +220,7 @@ def merge_cases(results: Mapping[str, Any], cases: Sequence[Mapping[str, Any]],
             merged["environment"]["backends"][name] = dict((backends or {}).get(name) or {
                 "kind": name, "kubernetesVersion": "not reported", "featureGates": {}})
     merged["summary"] = compute_summary(merged["cases"])
-    merged["verdict"] = compute_verdict(merged["cases"], run_reasons(results.get("verdict")))
+    merged["verdict"] = recompute_verdict(merged)
     validate_results(merged, source="merged results")
     return merged
 

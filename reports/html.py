@@ -365,7 +365,7 @@ def build_view(results: Mapping[str, Any]) -> dict[str, Any]:
         "kit_version": data["run"]["kitVersion"],
         "backends": backends,
         "columns": _backend_heads(data, columns),
-        "verdict": {"result": verdict["result"], "rule": verdict["rule"],
+        "verdict": {"result": verdict["result"], "rule": verdict["rule"], "stored": verdict.get("stored"),
                     "symbol": VERDICT_SYMBOLS[verdict["result"]],
                     "deciders": [{**_ref(c), "reason": reason_line(c)} for c in deciders[:MAX_DECIDERS]]
                     if result == verdict["result"] else [],

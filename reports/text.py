@@ -158,7 +158,8 @@ def render_summary(results: Mapping[str, Any], *, color: bool, matrix: bool = Tr
     totals = ", ".join(_paint(f"{summary[s]} {s}", s, color and summary[s] > 0) for s in STATUSES)
     verdict = results["verdict"]
     lines += ["", f"{summary['total']} cases: {totals}",
-              f"verdict: {_paint(verdict['result'].upper(), verdict['result'], color)}"]
+              f"verdict: {_paint(verdict['result'].upper(), verdict['result'], color)}"
+              + (f" (recomputed from the cases: the file says {str(verdict['stored']).upper()})" if verdict.get("stored") else "")]
     lines += [f"  - {r['message']}" for r in verdict.get("reasons") or []]
     if rule:
         lines.append(f"rule: {verdict['rule']}")

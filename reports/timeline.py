@@ -25,12 +25,20 @@ MIN_BAR_PX = 2.0
 PHASES = ("setup", "call", "teardown")
 
 
+MAX_TICKS = 10
+
+
 def _nice_step(span: float) -> float:
-    """A tick step giving 4 to 10 ticks over *span* seconds."""
-    for step in (0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600):
-        if span / step <= 10:
+    """A tick step giving at most :data:`MAX_TICKS` ticks over *span* seconds: a round number of
+    seconds, minutes or hours, then of thousands of hours for spans no run has (a results file
+    may say anything its schema admits)."""
+    for step in (0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200):
+        if span / step <= MAX_TICKS:
             return step
-    return 7200.0
+    step = 7200.0
+    while span / step > MAX_TICKS:
+        step *= 10
+    return step
 
 
 def _tick_label(seconds: float, step: float) -> str:
@@ -130,11 +138,8 @@ def timeline_view(results: dict[str, Any], anchors: dict[tuple[str, str], str] |
 
     bars = [b if "rects" in b else {"title": b.pop("title"), "href": None, "rects": [b]} for b in bars]
     step = _nice_step(wall)
-    ticks = []
-    t = 0.0
-    while t <= wall + 1e-9:
-        ticks.append({"x": x(t), "label": _tick_label(round(t, 3), step)})
-        t += step
+    count = min(int(wall / step + 1e-9), MAX_TICKS)  # bounded whatever the file says
+    ticks = [{"x": x(i * step), "label": _tick_label(round(i * step, 3), step)} for i in range(count + 1)]
     return {
         "width": WIDTH, "height": height, "label_w": LABEL_W, "lane_h": LANE_H, "top": TOP,
         "axis_y": TOP + LANE_H * len(lanes) + 2,

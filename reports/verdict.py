@@ -117,3 +117,33 @@ def compute_verdict(cases: Iterable[Mapping[str, Any]],
     effects = {VERDICT_REASON_CODES.get(str(r["code"]), "incomplete") for r in reasons}
     result = "fail" if "fail" in effects else "incomplete" if effects else "pass"
     return {"result": result, "rule": VERDICT_RULE, "reasons": reasons}
+
+
+def recompute_verdict(results: Mapping[str, Any]) -> dict[str, Any]:
+    """The verdict of a results dict worked out again, the one way every reader of results does
+    it (``drakit report``, ``--merge``, ``--compare``): the reasons the cases show derived from
+    the cases, ``driver-not-exercised`` from the cases and the environment, and only the reasons
+    nothing in the file can show again (an interrupt, a shard) kept as the file states them."""
+    from drakit.reports.driver import driver_reasons
+    kept = [r for r in run_reasons(results.get("verdict")) if r.get("code") != "driver-not-exercised"]
+    return compute_verdict(results["cases"], kept + driver_reasons(results["cases"], results.get("environment")))
+
+
+def trusted_verdict(results: Mapping[str, Any]) -> dict[str, Any]:
+    """*results* with :func:`recompute_verdict`'s verdict in place of the one it stores (a file
+    edited to say ``pass`` above failed cases says ``fail`` again). When the stored result differs,
+    the verdict carries it as ``stored``, for the one line that says so (:func:`verdict_note`)."""
+    verdict = recompute_verdict(results)
+    stored = (results.get("verdict") or {}).get("result")
+    if stored != verdict["result"]:
+        verdict["stored"] = stored
+    return {**results, "verdict": verdict}
+
+
+def verdict_note(results: Mapping[str, Any], source: str = "results.json") -> str | None:
+    """The one line saying that the verdict shown is not the one *source* stores, or None."""
+    verdict = results["verdict"]
+    if "stored" not in verdict:
+        return None
+    return (f"{source} says {str(verdict['stored']).upper()} but its cases say {verdict['result'].upper()}: "
+            f"the verdict shown is recomputed from the cases")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from drakit.conformance.hwshapes import build_inventory as edge_inventory, read_shape
 from drakit.fake_hw.faults import FAULT_TAINT_KEY, Fault, Taint, device_taints
 from drakit.fake_hw.identity import device_mac, device_uuid
 from drakit.fake_hw.inventory import build_inventory
@@ -43,10 +44,18 @@ def test_shape_loads_from_a_path(tmp_path):
     bundled = Path(__file__).parents[1] / "fake_hw" / "profiles" / "small-1gpu.yaml"
     copy = tmp_path / "mine.yaml"
     copy.write_text(bundled.read_text())
-    shape = load_shape(str(copy))
+    shape = read_shape(str(copy))
     assert shape.source == str(copy)
-    assert load_shape(copy) == shape
-    assert build_inventory(str(copy), "n1") == build_inventory("small-1gpu", "n1")
+    assert read_shape(copy) == shape
+    assert edge_inventory(str(copy), "n1") == build_inventory("small-1gpu", "n1")
+
+
+def test_the_pure_core_reads_no_shape_file(tmp_path):
+    """fake_hw takes text: a shape file is read at the edge (drakit.conformance.hwshapes)."""
+    copy = tmp_path / "mine.yaml"
+    copy.write_text("name: t\ngpus: [{vendor: acme}]\n")
+    with pytest.raises(ShapeError, match="read by drakit.conformance.hwshapes.read_shape"):
+        build_inventory(str(copy), "n1")
 
 
 def test_unknown_shape_name_lists_the_bundled_ones():
@@ -56,7 +65,7 @@ def test_unknown_shape_name_lists_the_bundled_ones():
 
 def test_missing_shape_file(tmp_path):
     with pytest.raises(ShapeError, match=r"missing\.yaml: cannot read shape file"):
-        load_shape(tmp_path / "missing.yaml")
+        read_shape(tmp_path / "missing.yaml")
 
 
 GOOD = "name: t\ngpus: [{vendor: acme}]\n"
@@ -104,7 +113,7 @@ def test_bad_shape_file_gives_one_line_error(tmp_path, text, message):
     path = tmp_path / "bad.yaml"
     path.write_text(text)
     with pytest.raises(ShapeError) as caught:
-        load_shape(path)
+        read_shape(path)
     text_of_error = str(caught.value)
     assert text_of_error.startswith(f"{path}: ")
     assert message in text_of_error

@@ -197,7 +197,7 @@ def test_kubeconfig_resolution_and_its_one_line_errors(tmp_path: Path) -> None:
         ((str(_kubeconfig(tmp_path / "k3", {"a": "nope"})), None), "context 'a' names cluster 'nope'"),
         ((str(_kubeconfig(tmp_path / "k4", {"a": "c"}, server="")), None), "cluster 'c' has no server"),
         ((str(broken), None), f"kubeconfig {broken}:4: not valid YAML"),
-        ((str(tmp_path), None), "is a folder"),
+        ((str(tmp_path), None), "not a regular file (a folder)"),
     ]
     for args, message in cases:
         with pytest.raises(KubeconfigError) as caught:

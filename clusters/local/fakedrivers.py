@@ -24,7 +24,7 @@ from drakit.clusters.local import procs
 from drakit.fake_driver.classes import device_classes
 from drakit.fake_driver.identity import driver_api_client, write_kubeconfig
 from drakit.fake_driver.kube import Kube, KubeError, controller_rules, load_api_client
-from drakit.fake_hw.inventory import build_inventory
+from drakit.conformance.hwshapes import build_inventory
 
 REGISTERED = "registered with the kubelet"
 Progress = Callable[[str], None]

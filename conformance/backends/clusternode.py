@@ -19,7 +19,7 @@ from typing import Any, Collection, Mapping
 from drakit.clusters.nodeagent import LocalNode
 from drakit.clusters.nodeagent.kube import KubeNodeRuntime
 from drakit.fake_driver.kube import Kube, KubeClaimSource
-from drakit.fake_hw.inventory import build_inventory
+from ..hwshapes import build_inventory
 from drakit.fake_hw.vendors import VENDORS
 
 from ..spec.case import Case

@@ -14,7 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-import yaml
+from ..errors import LoadError
+from ..inputs import DRIVER_FILE, InputError
+from ..datafiles import read_document
 
 
 def record(cdi_devices: list[str], env: list[str], mounts: list[dict[str, Any]],
@@ -96,9 +98,9 @@ def _cdi_devices(dirs: Iterable[Path]) -> dict[str, tuple[str, dict[str, Any], d
         for path in sorted(folder.iterdir()):
             if path.suffix not in (".json", ".yaml", ".yml") or not path.is_file():
                 continue
-            try:
-                spec = yaml.safe_load(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError, yaml.YAMLError):
+            try:  # drakit's one reader and bounded parsers: the driver wrote it
+                spec = read_document(path, DRIVER_FILE)
+            except (InputError, LoadError):
                 continue
             if not isinstance(spec, dict) or not isinstance(spec.get("devices"), list):
                 continue

@@ -161,7 +161,7 @@ class DriverNodes(NodeReads):
                 node.agent = NodeAgent(folders.registry_dir, node.name, state_dir=node.root / "agent")
                 node.agent.start()
             return
-        from drakit.fake_hw.inventory import build_inventory
+        from ..hwshapes import build_inventory
         index = list(self.nodes).index(node.name)
         shapes = self.dut.node_shapes or (self.vendor.shapes or ("server-8gpu",))[:1]
         shape = shapes[min(index, len(shapes) - 1)]

@@ -10,17 +10,18 @@ from pathlib import Path
 def cdi_env(folder: Path) -> dict[str, list[str]]:
     """CDI device id -> the env entries its spec gives (spec-wide edits first), for the JSON and
     YAML specs in ``folder`` (what a CDI-aware runtime resolves; node-check validates the specs)."""
-    import json
-
-    import yaml
+    from ..errors import LoadError
+    from ..inputs import DRIVER_FILE, InputError
+    from ..datafiles import read_document
     out: dict[str, list[str]] = {}
     if not folder.is_dir():
         return out
     for path in sorted(folder.iterdir()):
-        try:
-            text = path.read_text(encoding="utf-8")
-            doc = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text) if path.suffix in (".yaml", ".yml") else None
-        except (OSError, ValueError, yaml.YAMLError):
+        if path.suffix not in (".json", ".yaml", ".yml"):
+            continue
+        try:  # drakit's one reader and bounded parsers: the driver wrote it
+            doc = read_document(path, DRIVER_FILE)
+        except (InputError, LoadError):
             continue
         if not isinstance(doc, dict):
             continue

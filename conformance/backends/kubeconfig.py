@@ -58,23 +58,28 @@ def _entries(data: Mapping[str, Any], field: str, where: str) -> dict[str, Any]:
 
 
 def _read(path: Path) -> dict[str, Any] | None:
-    """One kubeconfig file as data, None when it does not exist."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    """One kubeconfig file as data, None when it does not exist. Read by drakit's one reader (a
+    regular file, its size bounded, strict UTF-8) and parsed by the kit's bounded YAML loader
+    (depth, nodes and aliases: an alias bomb is refused as it is parsed)."""
+    from ..errors import LoadError
+    from ..inputs import KUBECONFIG, InputError, read_text
+    from ..yamlmarks import load_documents
+    if not os.path.lexists(path):
         return None
-    except IsADirectoryError:
-        raise KubeconfigError(f"kubeconfig {path}: is a folder, not a file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or type(exc).__name__
-        raise KubeconfigError(f"kubeconfig {path}: cannot read: {reason}") from None
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        # the YAML error text quotes the file's content, which may hold credentials: not shown
-        raise KubeconfigError(f"kubeconfig {where}: not valid YAML") from None
+        text = read_text(path, KUBECONFIG)
+    except InputError as exc:
+        raise KubeconfigError(f"kubeconfig {exc}") from None
+    try:
+        docs = [d for _, d in load_documents(text, str(path))]
+    except LoadError as exc:
+        where = f"{path}:{exc.line}" if exc.line else str(path)
+        # the YAML error text quotes the file's content, which may hold credentials: only the bound is shown
+        bound = exc.message.removeprefix("YAML: ") if "(the limit" in exc.message else "not valid YAML"
+        raise KubeconfigError(f"kubeconfig {where}: {bound}") from None
+    if len(docs) > 1:
+        raise KubeconfigError(f"kubeconfig {path}: {len(docs)} YAML documents; a kubeconfig is one")
+    data = docs[0] if docs else None
     if data is None:
         return {}
     if not isinstance(data, Mapping):
@@ -125,6 +130,7 @@ def resolve_kubeconfig(path: str | None, context: str | None,
     users: dict[str, Any] = {}
     current: str | None = None
     found: list[Path] = []
+    origin: dict[tuple[str, str], Path] = {}  # (field, entry name) -> the file that defines it
     for f in files:
         data = _read(f)
         if data is None:
@@ -135,6 +141,7 @@ def resolve_kubeconfig(path: str | None, context: str | None,
         for table, field in ((contexts, "contexts"), (clusters, "clusters"), (users, "users")):
             for name, body in _entries(data, field, str(f)).items():
                 table.setdefault(name, body)  # the first file that names an entry wins
+                origin.setdefault((field, name), f)
         if current is None and isinstance(data.get("current-context"), str) and data["current-context"]:
             current = data["current-context"]
     if not found:
@@ -158,7 +165,29 @@ def resolve_kubeconfig(path: str | None, context: str | None,
     if user is not None and (not isinstance(user, str) or user not in users):
         raise KubeconfigError(f"kubeconfig {label}: context {chosen!r} names user {user!r}, "
                               f"which the file does not define")
+    _check_named_files(clusters[cluster], origin[("clusters", cluster)], ("certificate-authority",))
+    if user is not None:
+        _check_named_files(users[user], origin[("users", user)], ("client-certificate", "client-key", "tokenFile"))
     return KubeTarget(tuple(found), chosen, cluster, user)
+
+
+def _check_named_files(body: Mapping[str, Any], source: Path, fields: tuple[str, ...]) -> None:
+    """The files a cluster or user entry names (a CA, a client certificate and key, a token
+    file), checked by drakit's one reader before the kubernetes client reads them: a FIFO or
+    ``/dev/zero`` named there would hang it or fill memory. Relative paths are relative to the
+    kubeconfig's folder, as the client reads them; a missing file is left to the client."""
+    from ..inputs import KUBECONFIG, InputError, read_bytes
+    for field in fields:
+        value = body.get(field)
+        if not isinstance(value, str) or not value:
+            continue
+        named = Path(value) if os.path.isabs(value) else source.parent / value
+        if not os.path.lexists(named):
+            continue
+        try:
+            read_bytes(named, KUBECONFIG)
+        except InputError as exc:
+            raise KubeconfigError(f"kubeconfig {source}: {field} {exc}") from None
 
 
 _KEY_DIR: Path | None = None

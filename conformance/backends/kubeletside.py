@@ -42,9 +42,10 @@ import time
 from typing import Any, Mapping
 
 from drakit.clusters.nodeagent import LocalNode
-from drakit.fake_hw.inventory import DriverPool, NodeInventory, build_inventory
+from drakit.fake_hw.inventory import DriverPool, NodeInventory
 from drakit.fake_hw.vendors import VENDORS
 
+from ..hwshapes import build_inventory
 from ..spec.case import Case
 from .base import HarnessError
 from .kubeapi import first_line

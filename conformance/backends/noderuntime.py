@@ -56,7 +56,7 @@ def _local_node(node: str, shape: str, optional_ops: bool, device_metadata: bool
     ln = _NODES.get(key)
     if ln is None:
         from drakit.clusters.nodeagent import LocalNode
-        from drakit.fake_hw.inventory import build_inventory
+        from ..hwshapes import build_inventory
         ln = LocalNode(build_inventory(shape, node), lambda ns, name: _ROUTER.get(ns, name),
                        optional_node_operations=optional_ops, check_reserved=False,
                        device_metadata=device_metadata, write_status=lambda *a: _ROUTER.write(*a))

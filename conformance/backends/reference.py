@@ -190,7 +190,7 @@ def hardware_objects(case: Case) -> list[dict[str, Any]]:
     """Nodes, DeviceClasses and ResourceSlices for the case's fake hardware."""
     from drakit.fake_driver.classes import device_classes
     from drakit.fake_driver.slices import publish_slices
-    from drakit.fake_hw.inventory import build_inventory
+    from ..hwshapes import build_inventory
 
     out: list[dict[str, Any]] = []
     if case.nodes and case.install_classes:
@@ -233,7 +233,7 @@ class FaultState:
     def inject(self, node: str, device: str, kind: str, effect: str) -> list[dict[str, Any]]:
         from drakit.fake_driver.slices import publish_slices
         from drakit.fake_hw.faults import Fault
-        from drakit.fake_hw.inventory import build_inventory
+        from ..hwshapes import build_inventory
         shape = self.shapes.get(node)
         if shape is None:
             raise KeyError(f"node {node!r} has no fake hardware in this case")
@@ -247,7 +247,7 @@ class FaultState:
     def clear(self, node: str, device: str) -> list[dict[str, Any]]:
         """The device is healthy again: the slices the driver publishes then."""
         from drakit.fake_driver.slices import publish_slices
-        from drakit.fake_hw.inventory import build_inventory
+        from ..hwshapes import build_inventory
         shape = self.shapes.get(node)
         if shape is None:
             raise KeyError(f"node {node!r} has no fake hardware in this case")

@@ -370,11 +370,11 @@ def check_container_metadata(s: Session, body: dict[str, Any]) -> None:
         if m is None:
             problems.append(f"request {request}: no metadata file mounted (mounts: {[x.get('containerPath') for x in rec['mounts']][:6]})")
             continue
-        try:
-            with open(str(m["hostPath"]), encoding="utf-8") as fh:
-                text = fh.read()
-        except OSError as exc:
-            problems.append(f"request {request}: cannot read {m['hostPath']}: {exc.strerror}")
+        from ..inputs import DRIVER_FILE, InputError, read_text
+        try:  # a path the driver named: drakit's one reader (a regular file, its size bounded)
+            text = read_text(str(m["hostPath"]), DRIVER_FILE)
+        except InputError as exc:
+            problems.append(f"request {request}: cannot read {m['hostPath']}: {exc.reason}")
             continue
         expected = [(r["pool"], r["device"]) for r in results if r["request"].partition("/")[0] == request]
         problems += [f"request {request}: {p}" for p in check_stream(text, claim=claim, driver=dut.driver,

@@ -19,13 +19,10 @@ error too: a suite that silently tests nothing is not a pass.
 from __future__ import annotations
 
 import copy
-import errno
 import functools
 import itertools
 import json
-import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Collection, Mapping
@@ -34,6 +31,7 @@ import jsonschema
 
 from ..errors import FieldError, LoadError, format_path
 from ..features import BY_ID, DEFAULT_GATES
+from ..inputs import CASE_FILE, InputError, read_text
 from ..model import parse_object
 from ..spec.case import Case, DeviceNeed, Inventory, NodeSpec, Step
 from ..spec.needs import derive_needs
@@ -61,14 +59,6 @@ def parse_size(text: str) -> int:
     return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
 
 
-def format_size(n: int) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            value = n / scale
-            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
-    return f"{n} bytes"
-
-
 @functools.lru_cache(maxsize=1)
 def _validator() -> jsonschema.Draft202012Validator:
     schema = json.loads(SCHEMA_PATH.read_text())
@@ -85,45 +75,12 @@ def load_file(path: Path, profile: Mapping[str, str], *, display: str | None = N
               vocabulary: Collection[str] | None = None, max_bytes: int = MAX_BYTES,
               limits: YamlLimits = DEFAULT_LIMITS) -> LoadResult:
     name = display or str(path)
-    odd = _not_a_regular_file(path)
-    if odd:
-        return LoadResult((), (LoadError(name, None, odd),))
     try:
-        with open(path, "rb") as f:
-            raw = f.read(max_bytes + 1)
-            if len(raw) > max_bytes:
-                size = os.fstat(f.fileno()).st_size
-                return LoadResult((), (LoadError(name, 1, f"the file is {format_size(size)}, over the case-file size "
-                                                          f"limit of {format_size(max_bytes)} (--max-case-size "
-                                                          f"raises it); not loaded"),))
-        text = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return LoadResult((), (LoadError(name, None, f"cannot read: {exc}"),))
+        text = read_text(path, CASE_FILE, max_bytes=max_bytes)
+    except InputError as exc:
+        line = 1 if "size limit" in exc.reason else None
+        return LoadResult((), (LoadError(name, line, f"{exc.reason}; not loaded"),))
     return load_text(text, name, profile, vocabulary=vocabulary, limits=limits)
-
-
-_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder"))
-
-
-def _not_a_regular_file(path: Path) -> str | None:
-    """Why *path* cannot be read as a case file (None: it can be tried): a FIFO or a device
-    would block or never end, a dangling or looping symlink has nothing to read."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as exc:
-        if os.path.islink(path):
-            try:
-                target = os.readlink(path)
-            except OSError:
-                target = "?"
-            what = "a symlink loop" if exc.errno == errno.ELOOP else "a dangling symlink"
-            return f"{what} (to {target[:200]!r}): not a regular file, not loaded"
-        return None  # the open below says what is wrong
-    if stat.S_ISREG(mode):
-        return None
-    kind = next((k for test, k in _KINDS if test(mode)), "an unusual file")
-    return f"not a regular file ({kind}{' through a symlink' if os.path.islink(path) else ''}): not loaded"
 
 
 def load_text(text: str, file: str, profile: Mapping[str, str], *,
@@ -337,9 +294,11 @@ def _inventory(doc: Any, file: str, start: int) -> Inventory | None:
 
 @functools.lru_cache(maxsize=64)
 def _shape_problem(shape: str) -> str | None:
-    from drakit.fake_hw.shapes import ShapeError, load_shape
+    from drakit.fake_hw.shapes import ShapeError
+
+    from ..hwshapes import read_shape
     try:
-        load_shape(shape)
+        read_shape(shape)
     except ShapeError as exc:
         return str(exc)
     return None

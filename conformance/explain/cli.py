@@ -98,14 +98,14 @@ def _read_state(args: argparse.Namespace, warnings: list[str]) -> tuple[dict[str
     from drakit.clusters.local.gates import GateError, parse_gate_string
 
     from ..features import DEFAULT_GATES
-    from .state import KINDS, StateError, read_objects, state_gates
+    from .state import KINDS, StateError, read_state
     try:
         stated = parse_gate_string(args.feature_gates or "")
     except GateError as exc:
         raise StateError(f"--feature-gates: {exc}") from None
     if args.state:
-        path = Path(args.state)
-        return {**DEFAULT_GATES, **state_gates(path), **stated}, read_objects(path)
+        saved, objects = read_state(Path(args.state))
+        return {**DEFAULT_GATES, **saved, **stated}, objects
     from ..backends.base import HarnessError
     from ..backends.gatemetrics import observed_gates
     from ..backends.kubeapi import KubeApi, first_line

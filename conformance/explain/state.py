@@ -41,19 +41,41 @@ def load_store(objects: Iterable[Mapping[str, Any]]) -> ObjectStore:
     return store
 
 
+def _documents(path: Path) -> list[Any]:
+    """The documents of a state or claim file, read by drakit's one reader (regular file, size
+    bounded, strict UTF-8) and parsed bounded: JSON (``*.json``: no duplicate keys) or YAML
+    (depth, nodes and aliases bounded)."""
+    from ..errors import LoadError
+    from ..inputs import STATE, InputError, parse_json, read_text
+    from ..yamlmarks import load_documents
+    try:
+        text = read_text(path, STATE)
+        if path.suffix == ".json" or text.lstrip()[:1] == "{":  # what --save-state writes, whatever its name
+            try:
+                return [d for d in [parse_json(text, str(path))] if d is not None]
+            except InputError as exc:
+                if path.suffix == ".json" or "not valid JSON" not in exc.reason:
+                    raise
+        return [d for _, d in load_documents(text, str(path)) if d is not None]
+    except InputError as exc:
+        raise StateError(str(exc)) from None
+    except LoadError as exc:
+        where = f"{path}:{exc.line}" if exc.line else str(path)
+        raise StateError(f"{where}: not valid YAML or JSON: {exc.message.removeprefix('YAML: ')}") from None
+
+
+def read_state(path: Path) -> tuple[dict[str, bool], list[dict[str, Any]]]:
+    """The gates a saved state names (empty for other files) and the objects of the file, read once."""
+    docs = _documents(path)
+    return _gates(docs[0] if docs else None), _objects(path, docs)
+
+
 def read_objects(path: Path) -> list[dict[str, Any]]:
     """The objects of a YAML or JSON file (``List`` documents and saved states unpacked)."""
-    import yaml
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise StateError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise StateError(f"{where}: not valid YAML or JSON: {getattr(exc, 'problem', None) or exc}") from None
+    return _objects(path, _documents(path))
+
+
+def _objects(path: Path, docs: list[Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for i, d in enumerate(docs):
         if not isinstance(d, dict):
@@ -102,13 +124,8 @@ def saved_state(objects: list[dict[str, Any]], gates: Mapping[str, bool]) -> dic
             "items": [_scrubbed(o) if isinstance(o, dict) else o for o in objects]}
 
 
-def state_gates(path: Path) -> dict[str, bool]:
-    """The gates a saved state names (empty for other files)."""
-    import yaml
-    try:
-        first = next(iter(yaml.safe_load_all(path.read_text(encoding="utf-8"))), None)
-    except (OSError, yaml.YAMLError):
-        return {}
+def _gates(first: Any) -> dict[str, bool]:
+    """The gates a saved state's first document names (empty for other files)."""
     if isinstance(first, dict) and first.get("schema") == STATE_SCHEMA:
         return {str(k): bool(v) for k, v in (first.get("featureGates") or {}).items()}
     return {}

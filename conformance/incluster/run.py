@@ -81,7 +81,11 @@ def case_files(raw: list[str]) -> list[tuple[str, str]] | None:
     if not files:
         raise ValueError(f"no *.case.yaml file in {', '.join(raw)}")
     root = Path(os.path.commonpath([str(f.parent) for f in files]))
-    return [(str(f.relative_to(root)), f.read_text(encoding="utf-8")) for f in files]
+    from ..inputs import CASE_FILE, InputError, read_text
+    try:  # drakit's one reader: regular files, their size bounded (a ConfigMap holds less anyway)
+        return [(str(f.relative_to(root)), read_text(f, CASE_FILE)) for f in files]
+    except InputError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def vendor_profile(path: str | None) -> tuple[str, str] | None:
@@ -89,14 +93,17 @@ def vendor_profile(path: str | None) -> tuple[str, str] | None:
     checked here first: a bad profile is a ValueError of one line, before anything is created."""
     if not path:
         return None
-    from drakit.fake_driver.profile import ProfileError, load_vendor_profile
-    try:
-        load_vendor_profile(path)
-        return Path(path).name, Path(path).read_text(encoding="utf-8")
+    from drakit.fake_driver.profile import ProfileError, parse_profile_text
+
+    from ..inputs import PROFILE, InputError, read_text
+    try:  # read once, by drakit's one reader; the text checked is the text carried
+        text = read_text(path, PROFILE)
+        parse_profile_text(text, path)
+        return Path(path).name, text
     except ProfileError as exc:  # file:line: field: problem
         raise ValueError(f"vendor profile: {exc}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"vendor profile: {path}: cannot read it: {exc}") from None
+    except InputError as exc:
+        raise ValueError(f"vendor profile: {path}: cannot read it: {exc.reason}") from None
 
 
 def shard_args(args: argparse.Namespace) -> list[str]:

@@ -14,13 +14,14 @@ Independent of the fake driver's writer: this is what node-check holds any drive
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-import yaml
+from ..errors import LoadError
+from ..inputs import DRIVER_FILE, InputError
+from ..datafiles import read_document
 
 KNOWN_VERSIONS = ("0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0", "1.0.0", "1.1.0")
 _VENDOR_OR_CLASS = re.compile(r"^[A-Za-z]([A-Za-z0-9_.-]*[A-Za-z0-9])?$")
@@ -181,10 +182,9 @@ class SpecIndex:
                 if path.suffix not in (".json", ".yaml", ".yml") or not path.is_file():
                     continue
                 index.files.append(path)
-                try:
-                    text = path.read_text(encoding="utf-8")
-                    doc = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-                except (OSError, ValueError, yaml.YAMLError) as err:
+                try:  # drakit's one reader and bounded parsers: the driver wrote it
+                    doc = read_document(path, DRIVER_FILE)
+                except (InputError, LoadError) as err:
                     index.problems[str(path)] = [f"cannot parse: {str(err).splitlines()[0]}"]
                     continue
                 problems, _ = check_spec(doc)

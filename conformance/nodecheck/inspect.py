@@ -63,10 +63,13 @@ def check_metadata(claim: dict[str, Any], name: str, found: cdicheck.SpecDevice,
                         f"{driver}-metadata.json")
     if "ro" not in (mount.get("options") or []):
         problems.append("the metadata mount is not read-only")
-    try:
-        text = Path(mount["hostPath"]).read_text(encoding="utf-8")
-    except (OSError, KeyError) as err:
+    from ..inputs import DRIVER_FILE, InputError, read_text
+    try:  # a path the driver named: drakit's one reader (a regular file, its size bounded)
+        text = read_text(mount["hostPath"], DRIVER_FILE)
+    except KeyError as err:
         return problems + [f"cannot read hostPath {mount.get('hostPath')!r}: {err}"]
+    except InputError as err:
+        return problems + [f"cannot read hostPath {mount.get('hostPath')!r}: {err.reason}"]
     expected = [(r["pool"], r["device"]) for r in results if r.get("request", "").partition("/")[0] == request]
     return problems + mdcheck.check_stream(text, claim=claim, driver=driver, request=request, expected=expected)
 

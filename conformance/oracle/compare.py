@@ -425,9 +425,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="upstream implementations the oracle may pick (comma list; empty: as the scheduler)")
     ap.add_argument("--minimise", action="store_true", help="shrink every diverging input and print it as JSON")
     args = ap.parse_args(argv)
+    from ..inputs import STATE, InputError, read_text
     inputs: list[dict[str, Any]] = []
     for f in args.files:
-        text = open(f).read()
+        try:  # drakit's one reader: a regular file, its size bounded
+            text = read_text(f, STATE)
+        except InputError as exc:
+            print(str(exc), file=sys.stderr)
+            return 2
         try:
             data = json.loads(text)
             inputs.extend(data if isinstance(data, list) else [data])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import shutil
 import threading
 from pathlib import Path
@@ -35,11 +36,12 @@ log = logging.getLogger("drakit.driver")
 
 
 def read_faults_file(path: Path) -> tuple[Fault, ...]:
-    """Faults from a file; a missing file means no faults."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    """Faults from a file (drakit's one reader: a regular file, its size bounded, strict
+    UTF-8; :class:`~drakit.conformance.inputs.InputError` otherwise); a missing file means no faults."""
+    from drakit.conformance.inputs import FAULTS, read_text
+    if not os.path.lexists(path):
         return ()
+    text = read_text(path, FAULTS)
     faults = []
     for number, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()

@@ -124,19 +124,20 @@ class FunctionClaimSource:
 def load_claim_documents(path: Path) -> list[Claim]:
     """ResourceClaims from one file: a JSON object or list, a ``List`` with ``items``, or YAML
     (several documents allowed). Objects of other kinds are ignored."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ClaimSourceError(f"{path}: cannot read: {err.strerror or err}") from None
-    except UnicodeDecodeError as err:
-        raise ClaimSourceError(f"{path}: not UTF-8 text: {err.reason} at byte {err.start}") from None
     from drakit.conformance.errors import LoadError
+    from drakit.conformance.inputs import CLAIMS, InputError, parse_json, read_text
     from drakit.conformance.yamlmarks import load_documents
+    try:  # drakit's one reader: a regular file, its size bounded, strict UTF-8
+        text = read_text(path, CLAIMS)
+    except InputError as err:
+        raise ClaimSourceError(str(err)) from None
     try:
         if path.suffix == ".json":
-            docs: list[Any] = [json.loads(text)]
+            docs: list[Any] = [parse_json(text, str(path), what=": not a claims file")]
         else:  # the kit's YAML loader, with its bounds on depth and aliases
             docs = [doc for _, doc in load_documents(text, str(path))]
+    except InputError as err:
+        raise ClaimSourceError(str(err)) from None
     except LoadError as err:
         where = f"line {err.line}: " if err.line else ""
         raise ClaimSourceError(f"{path}: not valid JSON/YAML: {where}{err.message.removeprefix('YAML: ')}") from None

@@ -89,7 +89,7 @@ def test_a_dangling_link_given_directly_is_named_by_run_and_reported_by_lint(tmp
                                                   f"that leads nowhere)\n"), run.stderr
     lint = _drakit("lint", str(odd), cwd=tmp_path)
     assert lint.returncode == 2 and lint.stdout.splitlines() == [
-        f"{odd}: a dangling symlink (to 'nowhere'): not a regular file, not loaded", "1 files, 0 cases, 1 errors"]
+        f"{odd}: a dangling symlink (to 'nowhere'): not a regular file; not loaded", "1 files, 0 cases, 1 errors"]
 
 
 def test_several_files_of_one_folder_given_to_a_run_are_all_collected(tmp_path: Path) -> None:

@@ -118,6 +118,8 @@ class PluginSpec:
     env: tuple[tuple[str, str], ...] = ()  # v2: the process's environment (same placeholders)
     profile_dir: str = ""  # the profile's folder: where relative paths start
     needs: tuple[str, ...] = ()  # v2: nri, stockPaths (NODE_NEEDS): only containerd nodes have them
+    setup: tuple[str, ...] = ()  # v2: a per-node command run before each start of the plugin
+    build_hint: str | None = None  # v2 ``build``: one line saying what to build (programs drakit does not build)
 
     @property
     def builds(self) -> bool:
@@ -380,7 +382,7 @@ def _program(raw: Any, profile_dir: str, path: tuple[str, ...], fail: Any) -> Pl
     if not raw:
         return None
     known = CONTROLLER_PLACEHOLDERS if path[-1] == "controller" else PLUGIN_PLACEHOLDERS
-    for field_ in ("command", "folders"):
+    for field_ in ("command", "folders", "setup"):
         for i, arg in enumerate(raw.get(field_) or ()):
             problem = template_problem(arg, known)
             if problem:
@@ -398,7 +400,7 @@ def _program(raw: Any, profile_dir: str, path: tuple[str, ...], fail: Any) -> Pl
                       raw.get("metricsPath"), raw.get("binary"), raw.get("goInstall"),
                       SourceSpec(str(src["dir"]), str(src["package"]), tuple(src.get("tags") or ())) if src else None,
                       tuple((str(k), str(v)) for k, v in (raw.get("env") or {}).items()), profile_dir,
-                      tuple(str(n) for n in raw.get("needs") or ()))
+                      tuple(str(n) for n in raw.get("needs") or ()), tuple(raw.get("setup") or ()), raw.get("build"))
 
 
 def _v2_fields(data: Mapping[str, Any]) -> list[tuple[object, ...]]:
@@ -406,7 +408,7 @@ def _v2_fields(data: Mapping[str, Any]) -> list[tuple[object, ...]]:
     dut = data.get("driverUnderTest") or {}
     found: list[tuple[object, ...]] = [("driverUnderTest", k) for k in ("controller", "configurations", "cpusetEnv")
                                        if k in dut]
-    for key in ("binary", "goInstall", "source", "env", "needs"):
+    for key in ("binary", "goInstall", "source", "env", "needs", "setup", "build"):
         if key in (dut.get("plugin") or {}):
             found.append(("driverUnderTest", "plugin", key))
     found += [("driverUnderTest", "containerEnv", k) for k, v in (dut.get("containerEnv") or {}).items()

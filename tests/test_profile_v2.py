@@ -35,6 +35,8 @@ def test_v1_profiles_load_as_before() -> None:
     ("driverUnderTest:\n  containerEnv:\n    A: {pattern: '.*'}\n", 6, "driverUnderTest.containerEnv.A: needs version: 2"),
     ("driverUnderTest:\n  controller: {command: [x]}\n", 5, "driverUnderTest.controller: needs version: 2"),
     ("driverUnderTest:\n  plugin:\n    command: [x]\n    needs: [nri]\n", 7, "driverUnderTest.plugin.needs: needs version: 2"),
+    ("driverUnderTest:\n  plugin:\n    command: [x]\n    setup: [y]\n", 7, "driverUnderTest.plugin.setup: needs version: 2"),
+    ("driverUnderTest:\n  plugin:\n    command: [x]\n    build: make\n", 7, "driverUnderTest.plugin.build: needs version: 2"),
 ])
 def test_a_v2_field_in_a_v1_profile_is_one_line(tmp_path: Path, body: str, line: int, message: str) -> None:
     with pytest.raises(ProfileError) as err:
@@ -182,3 +184,40 @@ def test_cpuset_env_names_a_container_env_key_and_the_containers_cpus_must_be_th
         _check_cpuset(dut, claim, {"pod": "p"}, {"CPUS_u1": "1-2,4", CPUS_ALLOWED: "0-4"}, "n1")
     with pytest.raises(ExpectationFailed, match="printed no Cpus_allowed_list"):
         _check_cpuset(dut, claim, {"pod": "p"}, {"CPUS_u1": "1"}, "n1")
+
+
+def test_a_setup_step_and_a_build_line_are_read_and_checked(tmp_path: Path) -> None:
+    body = ("driverUnderTest:\n  plugin:\n    command: ['{binary}']\n    binary: $DK_TEST_PLUGIN\n"
+            "    setup: [sh, '{profileDir}/root.sh', '{nodeDir}/root']\n    build: go build ./cmd/x in example.com/x\n")
+    spec = load_vendor_profile(write(tmp_path, "version: 2\n" + HEAD + body)).under_test.plugin
+    assert spec.setup == ("sh", "{profileDir}/root.sh", "{nodeDir}/root")
+    assert spec.build_hint == "go build ./cmd/x in example.com/x"
+    with pytest.raises(ProfileError, match=re.escape("p.yaml:9: driverUnderTest.plugin.setup[1]: unknown placeholder {nodeRoot}")):
+        load_vendor_profile(write(tmp_path, "version: 2\n" + HEAD + body.replace("{profileDir}", "{nodeRoot}")))
+    with pytest.raises(ProfileError, match=re.escape("p.yaml:10: driverUnderTest.plugin.build: expected one line")):
+        load_vendor_profile(write(tmp_path, "version: 2\n" + HEAD + body.replace("build: go build", 'build: "go\\nbuild')
+                                  .replace("example.com/x\n", 'example.com/x"\n')))
+
+
+def test_lint_names_in_one_line_what_to_build_when_the_program_is_missing(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+    p = write(tmp_path, "version: 2\n" + HEAD + "driverUnderTest:\n  plugin:\n    command: ['{binary}']\n"
+              "    binary: $DK_TEST_PLUGIN\n    build: go build ./cmd/x in example.com/x (DK_TEST_PLUGIN)\n")
+
+    def lint(**env: str) -> subprocess.CompletedProcess[str]:
+        base = {k: v for k, v in os.environ.items() if k != "DK_TEST_PLUGIN"}
+        return subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "lint", "--vendor", str(p),
+                               str(ROOT / "conformance" / "suites" / "driver")], capture_output=True, text=True,
+                              timeout=120, env={**base, **env})
+    res = lint()
+    assert res.returncode == 0, res.stdout + res.stderr
+    lines = [x for x in res.stdout.splitlines() if "program" in x]
+    assert lines == [f"{p}: the driver's plugin program: plugin.binary $DK_TEST_PLUGIN: the environment variable "
+                     "DK_TEST_PLUGIN is not set (it names the program you built); build: go build ./cmd/x in "
+                     "example.com/x (DK_TEST_PLUGIN)"], res.stdout
+    prog = tmp_path / "plugin"
+    prog.write_text("#!/bin/sh\n")
+    prog.chmod(0o755)
+    assert "program" not in lint(DK_TEST_PLUGIN=str(prog)).stdout

@@ -156,6 +156,7 @@ class DriverUnderTest:
     controller: PluginSpec | None = None  # v2: started once per cluster
     configurations: tuple[Configuration, ...] = ()  # v2: named variants, each a run of the suite
     cpuset_env: str | None = None  # v2: a containerEnv key whose value the container's CPUs must be
+    container_devices: tuple[str, ...] = ()  # v2: device node path templates a claim's container gets
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,6 +354,10 @@ def _under_test(data: Mapping[str, Any], drivers: Mapping[str, str], classes: Ma
             if problem:
                 raise fail(("driverUnderTest", "containerEnv", key), problem)
         env.append((str(key), template))
+    devices = tuple(str(d) for d in dut.get("containerDevices") or ())
+    for i, problem in ((i, check(d)) for i, d in enumerate(devices)):
+        if problem:
+            raise fail(("driverUnderTest", "containerDevices", i), problem)
     configurations = []
     for i, c in enumerate(dut.get("configurations") or ()):
         if c["name"] in {x.name for x in configurations}:
@@ -367,7 +372,7 @@ def _under_test(data: Mapping[str, Any], drivers: Mapping[str, str], classes: Ma
                            pools=str(dut.get("pools") or "per-node"), numa_node=bool(dut.get("numaNode")),
                            attribute_types=tuple(types), optional=tuple(dut.get("optional") or ()),
                            container_env=tuple(env), plugin=plugin, controller=controller,
-                           configurations=tuple(configurations), cpuset_env=_cpuset_env(dut, fail),
+                           configurations=tuple(configurations), cpuset_env=_cpuset_env(dut, fail), container_devices=devices,
                            node_shapes=tuple(str(x) for x in dut.get("nodeShapes") or ()))
 
 
@@ -406,7 +411,7 @@ def _program(raw: Any, profile_dir: str, path: tuple[str, ...], fail: Any) -> Pl
 def _v2_fields(data: Mapping[str, Any]) -> list[tuple[object, ...]]:
     """Where a version-1 profile uses a field of version 2."""
     dut = data.get("driverUnderTest") or {}
-    found: list[tuple[object, ...]] = [("driverUnderTest", k) for k in ("controller", "configurations", "cpusetEnv")
+    found: list[tuple[object, ...]] = [("driverUnderTest", k) for k in ("controller", "configurations", "cpusetEnv", "containerDevices")
                                        if k in dut]
     for key in ("binary", "goInstall", "source", "env", "needs", "setup", "build"):
         if key in (dut.get("plugin") or {}):

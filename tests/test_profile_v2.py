@@ -221,3 +221,42 @@ def test_lint_names_in_one_line_what_to_build_when_the_program_is_missing(tmp_pa
     prog.write_text("#!/bin/sh\n")
     prog.chmod(0o755)
     assert "program" not in lint(DK_TEST_PLUGIN=str(prog)).stdout
+
+
+def test_container_devices_must_be_character_devices_in_the_container_and_absent_without_the_claim(tmp_path: Path) -> None:
+    from drakit.conformance.backends.containers import CHARDEVS
+    from drakit.conformance.cases.checks import ExpectationFailed
+    from drakit.conformance.cases.driverchecks import _check_devices
+    body = "driverUnderTest:\n  containerDevices: ['/dev/nvidia{device|trimprefix:gpu-}', /dev/nvidiactl]\n"
+    dut = load_vendor_profile(write(tmp_path, "version: 2\n" + HEAD + body)).under_test
+    assert dut.container_devices == ("/dev/nvidia{device|trimprefix:gpu-}", "/dev/nvidiactl")
+    with pytest.raises(ProfileError, match=re.escape("p.yaml:5: driverUnderTest.containerDevices: needs version: 2")):
+        load_vendor_profile(write(tmp_path, HEAD + body))
+    with pytest.raises(ProfileError, match=re.escape("driverUnderTest.containerDevices[0]: expected a device path below /dev")):
+        load_vendor_profile(write(tmp_path, "version: 2\n" + HEAD + body.replace("'/dev/nvidia", "'nvidia")))
+    claim = {"metadata": {"name": "c", "uid": "u1", "namespace": "ns"}, "status": {"allocation": {"devices": {"results": [
+        {"driver": "gpu.t.example", "pool": "n1", "device": "gpu-3", "request": "dev"}]}}}}
+    both = {CHARDEVS: "/dev/null /dev/nvidia3 /dev/nvidiactl"}
+    _check_devices(dut, claim, {"pod": "p"}, both, "n1")
+    with pytest.raises(ExpectationFailed, match=re.escape("lacks the device nodes ['/dev/nvidia3'] the driver's CDI edits")):
+        _check_devices(dut, claim, {"pod": "p"}, {CHARDEVS: "/dev/null /dev/nvidia0 /dev/nvidiactl"}, "n1")
+    with pytest.raises(ExpectationFailed, match="listed no character devices"):
+        _check_devices(dut, claim, {"pod": "p"}, {}, "n1")
+    _check_devices(dut, claim, {"pod": "p", "absent": True}, {CHARDEVS: "/dev/null"}, "n1")
+    with pytest.raises(ExpectationFailed, match=re.escape("has the driver's device nodes ['/dev/nvidia3']")):
+        _check_devices(dut, claim, {"pod": "p", "container": "plain", "absent": True}, {CHARDEVS: "/dev/nvidia3"}, "n1")
+
+
+def test_a_containers_listed_character_devices_are_read_from_its_log() -> None:
+    from unittest import mock
+
+    from drakit.conformance.backends.containers import CHARDEVS, CPUS_ALLOWED, env_from_log
+    log = "A=1\nCpus_allowed_list:\t0-1\nChardevs:\nChardev: /dev/null\nChardev: /dev/dri/card0\n"
+    with mock.patch("kubernetes.client.CoreV1Api") as api:
+        api.return_value.read_namespaced_pod_log.return_value = log
+        got = env_from_log(mock.Mock(), "ns", "p", "main")
+        assert got == {"A": "1", CPUS_ALLOWED: "0-1", CHARDEVS: "/dev/null /dev/dri/card0"}
+        api.return_value.read_namespaced_pod_log.return_value = "A=1\nChardevs:\n"
+        assert env_from_log(mock.Mock(), "ns", "p", "main") == {"A": "1", CHARDEVS: ""}  # listed, none there
+        api.return_value.read_namespaced_pod_log.return_value = "A=1\n"
+        assert CHARDEVS not in (env_from_log(mock.Mock(), "ns", "p", "main") or {})  # a pod that lists nothing

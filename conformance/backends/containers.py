@@ -116,12 +116,15 @@ def _cdi_devices(dirs: Iterable[Path]) -> dict[str, tuple[str, dict[str, Any], d
 
 #: the key of :func:`env_from_log` for the container's CPUs (no variable's name holds a ``=``)
 CPUS_ALLOWED = "=Cpus_allowed_list"
+#: its key for the character devices the container listed (``Chardev: <path>`` lines), space-separated
+CHARDEVS = "=chardevs"
 
 
 def env_from_log(api: Any, namespace: str, pod: str, container: str | None) -> dict[str, str] | None:
     """The ``KEY=value`` lines a pod's container printed (through the API server), and the
     ``Cpus_allowed_list:`` line of its /proc status when it printed one (key :data:`CPUS_ALLOWED`),
-    or None while there is no log to read."""
+    the character devices it listed as ``Chardev: <path>`` lines (key :data:`CHARDEVS`, when it
+    printed a ``Chardevs:`` line first), or None while there is no log to read."""
     try:
         from kubernetes.client import CoreV1Api
         text = CoreV1Api(api.api_client).read_namespaced_pod_log(pod, namespace, container=container)
@@ -132,4 +135,8 @@ def env_from_log(api: Any, namespace: str, pod: str, container: str | None) -> d
     for ln in lines:
         if ln.startswith("Cpus_allowed_list:"):
             out[CPUS_ALLOWED] = ln.partition(":")[2].strip()
+        if ln.startswith("Chardevs:"):  # the list follows: none listed is an empty list, not no list
+            out.setdefault(CHARDEVS, "")
+        if ln.startswith("Chardev: "):
+            out[CHARDEVS] = f"{out.get(CHARDEVS, '')} {ln[9:].strip()}".strip()
     return out

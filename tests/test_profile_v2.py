@@ -240,7 +240,7 @@ def test_container_devices_must_be_character_devices_in_the_container_and_absent
     _check_devices(dut, claim, {"pod": "p"}, both, "n1")
     with pytest.raises(ExpectationFailed, match=re.escape("lacks the device nodes ['/dev/nvidia3'] the driver's CDI edits")):
         _check_devices(dut, claim, {"pod": "p"}, {CHARDEVS: "/dev/null /dev/nvidia0 /dev/nvidiactl"}, "n1")
-    with pytest.raises(ExpectationFailed, match="listed no character devices"):
+    with pytest.raises(ExpectationFailed, match="has not listed its character devices"):
         _check_devices(dut, claim, {"pod": "p"}, {}, "n1")
     _check_devices(dut, claim, {"pod": "p", "absent": True}, {CHARDEVS: "/dev/null"}, "n1")
     with pytest.raises(ExpectationFailed, match=re.escape("has the driver's device nodes ['/dev/nvidia3']")):
@@ -251,12 +251,37 @@ def test_a_containers_listed_character_devices_are_read_from_its_log() -> None:
     from unittest import mock
 
     from drakit.conformance.backends.containers import CHARDEVS, CPUS_ALLOWED, env_from_log
-    log = "A=1\nCpus_allowed_list:\t0-1\nChardevs:\nChardev: /dev/null\nChardev: /dev/dri/card0\n"
+    log = "A=1\nCpus_allowed_list:\t0-1\nChardev: /dev/null\nChardev: /dev/dri/card0\nChardevs: done\n"
     with mock.patch("kubernetes.client.CoreV1Api") as api:
         api.return_value.read_namespaced_pod_log.return_value = log
         got = env_from_log(mock.Mock(), "ns", "p", "main")
         assert got == {"A": "1", CPUS_ALLOWED: "0-1", CHARDEVS: "/dev/null /dev/dri/card0"}
-        api.return_value.read_namespaced_pod_log.return_value = "A=1\nChardevs:\n"
+        api.return_value.read_namespaced_pod_log.return_value = "A=1\nChardevs: done\n"
         assert env_from_log(mock.Mock(), "ns", "p", "main") == {"A": "1", CHARDEVS: ""}  # listed, none there
         api.return_value.read_namespaced_pod_log.return_value = "A=1\n"
         assert CHARDEVS not in (env_from_log(mock.Mock(), "ns", "p", "main") or {})  # a pod that lists nothing
+        api.return_value.read_namespaced_pod_log.return_value = "A=1\nChardev: /dev/null\n"
+        assert CHARDEVS not in (env_from_log(mock.Mock(), "ns", "p", "main") or {})  # not done listing yet
+
+
+def test_only_an_expectation_that_asks_for_devices_checks_them_and_a_partial_list_is_no_list(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from drakit.conformance.backends.containers import CHARDEVS
+    from drakit.conformance.cases.checks import ExpectationFailed
+    from drakit.conformance.cases.driverchecks import check_container_env
+    body = "driverUnderTest:\n  containerEnv: {V: void}\n  containerDevices: ['/dev/gpu{device|trimprefix:gpu-}']\n"
+    vendor = load_vendor_profile(write(tmp_path, "version: 2\n" + HEAD + body))
+    claim = {"metadata": {"name": "c", "uid": "u1", "namespace": "ns"}, "status": {"allocation": {"devices": {"results": [
+        {"driver": "gpu.t.example", "pool": "n1", "device": "gpu-3", "request": "dev"}]}}}}
+    printed: dict[str, str] = {"V": "void"}
+    s = SimpleNamespace(vendor=vendor, get=lambda kind, name: claim if kind == "ResourceClaim" else {"spec": {"nodeName": "n1"}},
+                        container_env=lambda pod, container: printed)
+    check_container_env(s, {"pod": "p", "claim": "c"})  # a case whose pod lists no devices: env only
+    with pytest.raises(ExpectationFailed, match="has not listed its character devices"):
+        check_container_env(s, {"pod": "p", "claim": "c", "devices": True})
+    printed[CHARDEVS] = "/dev/null"
+    with pytest.raises(ExpectationFailed, match=re.escape("lacks the device nodes ['/dev/gpu3']")):
+        check_container_env(s, {"pod": "p", "claim": "c", "devices": True})
+    printed[CHARDEVS] = "/dev/null /dev/gpu3"
+    check_container_env(s, {"pod": "p", "claim": "c", "devices": True})

@@ -123,8 +123,8 @@ CHARDEVS = "=chardevs"
 def env_from_log(api: Any, namespace: str, pod: str, container: str | None) -> dict[str, str] | None:
     """The ``KEY=value`` lines a pod's container printed (through the API server), and the
     ``Cpus_allowed_list:`` line of its /proc status when it printed one (key :data:`CPUS_ALLOWED`),
-    the character devices it listed as ``Chardev: <path>`` lines (key :data:`CHARDEVS`, when it
-    printed a ``Chardevs:`` line first), or None while there is no log to read."""
+    the character devices it listed as ``Chardev: <path>`` lines (key :data:`CHARDEVS`, once it
+    printed ``Chardevs: done`` after them), or None while there is no log to read."""
     try:
         from kubernetes.client import CoreV1Api
         text = CoreV1Api(api.api_client).read_namespaced_pod_log(pod, namespace, container=container)
@@ -135,8 +135,7 @@ def env_from_log(api: Any, namespace: str, pod: str, container: str | None) -> d
     for ln in lines:
         if ln.startswith("Cpus_allowed_list:"):
             out[CPUS_ALLOWED] = ln.partition(":")[2].strip()
-        if ln.startswith("Chardevs:"):  # the list follows: none listed is an empty list, not no list
-            out.setdefault(CHARDEVS, "")
-        if ln.startswith("Chardev: "):
-            out[CHARDEVS] = f"{out.get(CHARDEVS, '')} {ln[9:].strip()}".strip()
+    devices = [ln[9:].strip() for ln in lines if ln.startswith("Chardev: ")]
+    if "Chardevs: done" in lines:  # the list is whole (none listed: an empty list, not no list)
+        out[CHARDEVS] = " ".join(devices)
     return out

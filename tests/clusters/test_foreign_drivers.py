@@ -107,3 +107,34 @@ def test_intel_gpu_plugin_over_device_faker(tmp_path: Path) -> None:
     statuses = {c["id"]: c["status"] for c in results["cases"]}
     assert statuses["driver/pod-env"] == statuses["driver/admin-access"] == "passed", text[-3000:]
     assert results["verdict"]["result"] == "pass", results["verdict"]
+
+
+def mock_nvml_dir() -> str:
+    """The mock NVML the user built: ``$MOCK_NVML_DIR``, else ``<driver cache>/bin/mocknvml``
+    (k8s-test-infra's pkg/gpu/mocknvml after make: the library and configs/); skips saying how."""
+    path = Path(os.environ.get("MOCK_NVML_DIR") or cache_dir() / "bin" / "mocknvml")
+    if not any(p.is_file() and not p.is_symlink() for p in path.glob("libnvidia-ml.so.*.*.*")) \
+            or not (path / "configs").is_dir():
+        pytest.skip("the mock NVML is not built: run make NO_PADDING=1 LIB_VERSION=570.170.01 in pkg/gpu/mocknvml of "
+                    f"github.com/NVIDIA/k8s-test-infra and copy the library and configs/ to {cache_dir() / 'bin' / 'mocknvml'} "
+                    "(or name that folder in $MOCK_NVML_DIR)")
+    return str(path)
+
+
+def test_nvidia_gpu_plugin_over_mock_nvml_full_gpus_and_consumable_shares(tmp_path: Path) -> None:
+    plugin = program("NVIDIA_GPU_PLUGIN_BIN", "gpu-kubelet-plugin", "github.com/kubernetes-sigs/dra-driver-nvidia-gpu",
+                     "./cmd/gpu-kubelet-plugin (go build -mod=vendor)")
+    hook = program("NVIDIA_CDI_HOOK_PATH", "nvidia-cdi-hook", "github.com/NVIDIA/nvidia-container-toolkit",
+                   "./cmd/nvidia-cdi-hook (go install github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-cdi-hook@v1.19.1)")
+    env = {"NVIDIA_GPU_PLUGIN_BIN": plugin, "NVIDIA_CDI_HOOK_PATH": hook, "MOCK_NVML_DIR": mock_nvml_dir()}
+    results, text, wall = run(tmp_path, "nvidia-gpu.yaml", env, workers=2)
+    print(f"NVIDIA GPU plugin over mock NVML, driver suite in two configurations side by side (-n 2), "
+          f"cluster start included: {wall:.1f} s")
+    bad = non_passes(results)
+    assert not bad, {k: (v.get("failure") or {}).get("summary") for k, v in bad.items()}
+    statuses = {c["id"]: c["status"] for c in results["cases"]}
+    for conf in ("full-gpus", "consumable-shares"):
+        for case in ("registration", "slices", "prepare", "pod-env", "unprepare"):
+            assert statuses[f"driver/{case}@{conf}"] == "passed", (case, conf, text[-3000:])
+    assert statuses["driver/consumable-capacity@consumable-shares"] == "passed", text[-3000:]
+    assert results["verdict"]["result"] == "pass", results["verdict"]

@@ -285,3 +285,17 @@ def test_only_an_expectation_that_asks_for_devices_checks_them_and_a_partial_lis
         check_container_env(s, {"pod": "p", "claim": "c", "devices": True})
     printed[CHARDEVS] = "/dev/null /dev/gpu3"
     check_container_env(s, {"pod": "p", "claim": "c", "devices": True})
+
+
+def test_lint_of_the_nvidia_example_without_its_programs_names_the_three_builds_in_one_line() -> None:
+    import os
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k != "NVIDIA_GPU_PLUGIN_BIN"}
+    res = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "lint", "--vendor", "examples/nvidia-gpu.yaml",
+                          "conformance/suites/driver"], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    lines = [x for x in res.stdout.splitlines() if "build:" in x]
+    assert len(lines) == 1 and lines[0].startswith("examples/nvidia-gpu.yaml: the driver's plugin program: "), res.stdout
+    for what in ("./cmd/gpu-kubelet-plugin", "pkg/gpu/mocknvml", "nvidia-cdi-hook@v1.19.1"):
+        assert what in lines[0]

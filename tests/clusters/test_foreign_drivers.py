@@ -131,10 +131,23 @@ def test_nvidia_gpu_plugin_over_mock_nvml_full_gpus_and_consumable_shares(tmp_pa
     print(f"NVIDIA GPU plugin over mock NVML, driver suite in two configurations side by side (-n 2), "
           f"cluster start included: {wall:.1f} s")
     bad = non_passes(results)
+    # the kubelet wipes its node's slices when it starts; a plugin that updated its slice less
+    # than a minute before (its restart in driver/plugin-restart: "Updated existing resource
+    # slice") still holds the updated copy in its ResourceSlice controller's mutation cache
+    # (vendored k8s.io/dynamic-resource-allocation v0.36.0), logs "Matched existing slice by
+    # index" with numNewSlices=0 and schedules no re-sync after an update, so the slice stays
+    # unpublished (fixed upstream by kubernetes PR 140063, after v0.36.0). A finding when it is hit
+    for cid in [c for c in bad if c.startswith("driver/kubelet-restart@")]:
+        found = evidence(bad.pop(cid))
+        assert "cannot allocate all claims" in found and "ResourceSlice delete" in found, found[-2000:]
+        assert "Matched existing slice by index" in found, found[-2000:]
     assert not bad, {k: (v.get("failure") or {}).get("summary") for k, v in bad.items()}
     statuses = {c["id"]: c["status"] for c in results["cases"]}
     for conf in ("full-gpus", "consumable-shares"):
-        for case in ("registration", "slices", "prepare", "pod-env", "unprepare"):
+        for case in ("registration", "slices", "allocation", "prepare", "pod-env", "unprepare", "reuse",
+                     "several-pods", "plugin-restart", "prioritized-list"):
             assert statuses[f"driver/{case}@{conf}"] == "passed", (case, conf, text[-3000:])
+    # admin access on a whole GPU, and beside another share of a GPU that allows multiple allocations
+    assert statuses["driver/admin-access@full-gpus"] == statuses["driver/admin-access-shared@consumable-shares"] == "passed"
     assert statuses["driver/consumable-capacity@consumable-shares"] == "passed", text[-3000:]
     assert results["verdict"]["result"] == "pass", results["verdict"]

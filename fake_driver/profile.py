@@ -118,6 +118,8 @@ class PluginSpec:
     env: tuple[tuple[str, str], ...] = ()  # v2: the process's environment (same placeholders)
     profile_dir: str = ""  # the profile's folder: where relative paths start
     needs: tuple[str, ...] = ()  # v2: nri, stockPaths (NODE_NEEDS): only containerd nodes have them
+    setup: tuple[str, ...] = ()  # v2: a per-node command run before each start of the plugin
+    build_hint: str | None = None  # v2 ``build``: one line saying what to build (programs drakit does not build)
 
     @property
     def builds(self) -> bool:
@@ -154,6 +156,7 @@ class DriverUnderTest:
     controller: PluginSpec | None = None  # v2: started once per cluster
     configurations: tuple[Configuration, ...] = ()  # v2: named variants, each a run of the suite
     cpuset_env: str | None = None  # v2: a containerEnv key whose value the container's CPUs must be
+    container_devices: tuple[str, ...] = ()  # v2: device node path templates a claim's container gets
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,6 +359,10 @@ def _under_test(data: Mapping[str, Any], drivers: Mapping[str, str], classes: Ma
             if problem:
                 raise fail(("driverUnderTest", "containerEnv", key), problem)
         env.append((str(key), template))
+    devices = tuple(str(d) for d in dut.get("containerDevices") or ())
+    for i, problem in ((i, check(d)) for i, d in enumerate(devices)):
+        if problem:
+            raise fail(("driverUnderTest", "containerDevices", i), problem)
     configurations = []
     for i, c in enumerate(dut.get("configurations") or ()):
         if c["name"] in {x.name for x in configurations}:
@@ -370,7 +377,7 @@ def _under_test(data: Mapping[str, Any], drivers: Mapping[str, str], classes: Ma
                            pools=str(dut.get("pools") or "per-node"), numa_node=bool(dut.get("numaNode")),
                            attribute_types=tuple(types), optional=tuple(dut.get("optional") or ()),
                            container_env=tuple(env), plugin=plugin, controller=controller,
-                           configurations=tuple(configurations), cpuset_env=_cpuset_env(dut, fail),
+                           configurations=tuple(configurations), cpuset_env=_cpuset_env(dut, fail), container_devices=devices,
                            node_shapes=tuple(str(x) for x in dut.get("nodeShapes") or ()))
 
 
@@ -385,7 +392,7 @@ def _program(raw: Any, profile_dir: str, path: tuple[str, ...], fail: Any) -> Pl
     if not raw:
         return None
     known = CONTROLLER_PLACEHOLDERS if path[-1] == "controller" else PLUGIN_PLACEHOLDERS
-    for field_ in ("command", "folders"):
+    for field_ in ("command", "folders", "setup"):
         for i, arg in enumerate(raw.get(field_) or ()):
             problem = template_problem(arg, known)
             if problem:
@@ -403,15 +410,15 @@ def _program(raw: Any, profile_dir: str, path: tuple[str, ...], fail: Any) -> Pl
                       raw.get("metricsPath"), raw.get("binary"), raw.get("goInstall"),
                       SourceSpec(str(src["dir"]), str(src["package"]), tuple(src.get("tags") or ())) if src else None,
                       tuple((str(k), str(v)) for k, v in (raw.get("env") or {}).items()), profile_dir,
-                      tuple(str(n) for n in raw.get("needs") or ()))
+                      tuple(str(n) for n in raw.get("needs") or ()), tuple(raw.get("setup") or ()), raw.get("build"))
 
 
 def _v2_fields(data: Mapping[str, Any]) -> list[tuple[object, ...]]:
     """Where a version-1 profile uses a field of version 2."""
     dut = data.get("driverUnderTest") or {}
-    found: list[tuple[object, ...]] = [("driverUnderTest", k) for k in ("controller", "configurations", "cpusetEnv")
+    found: list[tuple[object, ...]] = [("driverUnderTest", k) for k in ("controller", "configurations", "cpusetEnv", "containerDevices")
                                        if k in dut]
-    for key in ("binary", "goInstall", "source", "env", "needs"):
+    for key in ("binary", "goInstall", "source", "env", "needs", "setup", "build"):
         if key in (dut.get("plugin") or {}):
             found.append(("driverUnderTest", "plugin", key))
     found += [("driverUnderTest", "containerEnv", k) for k, v in (dut.get("containerEnv") or {}).items()

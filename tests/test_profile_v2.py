@@ -35,6 +35,8 @@ def test_v1_profiles_load_as_before() -> None:
     ("driverUnderTest:\n  containerEnv:\n    A: {pattern: '.*'}\n", 6, "driverUnderTest.containerEnv.A: needs version: 2"),
     ("driverUnderTest:\n  controller: {command: [x]}\n", 5, "driverUnderTest.controller: needs version: 2"),
     ("driverUnderTest:\n  plugin:\n    command: [x]\n    needs: [nri]\n", 7, "driverUnderTest.plugin.needs: needs version: 2"),
+    ("driverUnderTest:\n  plugin:\n    command: [x]\n    setup: [y]\n", 7, "driverUnderTest.plugin.setup: needs version: 2"),
+    ("driverUnderTest:\n  plugin:\n    command: [x]\n    build: make\n", 7, "driverUnderTest.plugin.build: needs version: 2"),
 ])
 def test_a_v2_field_in_a_v1_profile_is_one_line(tmp_path: Path, body: str, line: int, message: str) -> None:
     with pytest.raises(ProfileError) as err:
@@ -182,3 +184,118 @@ def test_cpuset_env_names_a_container_env_key_and_the_containers_cpus_must_be_th
         _check_cpuset(dut, claim, {"pod": "p"}, {"CPUS_u1": "1-2,4", CPUS_ALLOWED: "0-4"}, "n1")
     with pytest.raises(ExpectationFailed, match="printed no Cpus_allowed_list"):
         _check_cpuset(dut, claim, {"pod": "p"}, {"CPUS_u1": "1"}, "n1")
+
+
+def test_a_setup_step_and_a_build_line_are_read_and_checked(tmp_path: Path) -> None:
+    body = ("driverUnderTest:\n  plugin:\n    command: ['{binary}']\n    binary: $DK_TEST_PLUGIN\n"
+            "    setup: [sh, '{profileDir}/root.sh', '{nodeDir}/root']\n    build: go build ./cmd/x in example.com/x\n")
+    spec = load_vendor_profile(write(tmp_path, "version: 2\n" + HEAD + body)).under_test.plugin
+    assert spec.setup == ("sh", "{profileDir}/root.sh", "{nodeDir}/root")
+    assert spec.build_hint == "go build ./cmd/x in example.com/x"
+    with pytest.raises(ProfileError, match=re.escape("p.yaml:9: driverUnderTest.plugin.setup[1]: unknown placeholder {nodeRoot}")):
+        load_vendor_profile(write(tmp_path, "version: 2\n" + HEAD + body.replace("{profileDir}", "{nodeRoot}")))
+    with pytest.raises(ProfileError, match=re.escape("p.yaml:10: driverUnderTest.plugin.build: expected one line")):
+        load_vendor_profile(write(tmp_path, "version: 2\n" + HEAD + body.replace("build: go build", 'build: "go\\nbuild')
+                                  .replace("example.com/x\n", 'example.com/x"\n')))
+
+
+def test_lint_names_in_one_line_what_to_build_when_the_program_is_missing(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+    p = write(tmp_path, "version: 2\n" + HEAD + "driverUnderTest:\n  plugin:\n    command: ['{binary}']\n"
+              "    binary: $DK_TEST_PLUGIN\n    build: go build ./cmd/x in example.com/x (DK_TEST_PLUGIN)\n")
+
+    def lint(**env: str) -> subprocess.CompletedProcess[str]:
+        base = {k: v for k, v in os.environ.items() if k != "DK_TEST_PLUGIN"}
+        return subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "lint", "--vendor", str(p),
+                               str(ROOT / "conformance" / "suites" / "driver")], capture_output=True, text=True,
+                              timeout=120, env={**base, **env})
+    res = lint()
+    assert res.returncode == 0, res.stdout + res.stderr
+    lines = [x for x in res.stdout.splitlines() if "program" in x]
+    assert lines == [f"{p}: the driver's plugin program: plugin.binary $DK_TEST_PLUGIN: the environment variable "
+                     "DK_TEST_PLUGIN is not set (it names the program you built); build: go build ./cmd/x in "
+                     "example.com/x (DK_TEST_PLUGIN)"], res.stdout
+    prog = tmp_path / "plugin"
+    prog.write_text("#!/bin/sh\n")
+    prog.chmod(0o755)
+    assert "program" not in lint(DK_TEST_PLUGIN=str(prog)).stdout
+
+
+def test_container_devices_must_be_character_devices_in_the_container_and_absent_without_the_claim(tmp_path: Path) -> None:
+    from drakit.conformance.backends.containers import CHARDEVS
+    from drakit.conformance.cases.checks import ExpectationFailed
+    from drakit.conformance.cases.driverchecks import _check_devices
+    body = "driverUnderTest:\n  containerDevices: ['/dev/nvidia{device|trimprefix:gpu-}', /dev/nvidiactl]\n"
+    dut = load_vendor_profile(write(tmp_path, "version: 2\n" + HEAD + body)).under_test
+    assert dut.container_devices == ("/dev/nvidia{device|trimprefix:gpu-}", "/dev/nvidiactl")
+    with pytest.raises(ProfileError, match=re.escape("p.yaml:5: driverUnderTest.containerDevices: needs version: 2")):
+        load_vendor_profile(write(tmp_path, HEAD + body))
+    with pytest.raises(ProfileError, match=re.escape("driverUnderTest.containerDevices[0]: expected a device path below /dev")):
+        load_vendor_profile(write(tmp_path, "version: 2\n" + HEAD + body.replace("'/dev/nvidia", "'nvidia")))
+    claim = {"metadata": {"name": "c", "uid": "u1", "namespace": "ns"}, "status": {"allocation": {"devices": {"results": [
+        {"driver": "gpu.t.example", "pool": "n1", "device": "gpu-3", "request": "dev"}]}}}}
+    both = {CHARDEVS: "/dev/null /dev/nvidia3 /dev/nvidiactl"}
+    _check_devices(dut, claim, {"pod": "p"}, both, "n1")
+    with pytest.raises(ExpectationFailed, match=re.escape("lacks the device nodes ['/dev/nvidia3'] the driver's CDI edits")):
+        _check_devices(dut, claim, {"pod": "p"}, {CHARDEVS: "/dev/null /dev/nvidia0 /dev/nvidiactl"}, "n1")
+    with pytest.raises(ExpectationFailed, match="has not listed its character devices"):
+        _check_devices(dut, claim, {"pod": "p"}, {}, "n1")
+    _check_devices(dut, claim, {"pod": "p", "absent": True}, {CHARDEVS: "/dev/null"}, "n1")
+    with pytest.raises(ExpectationFailed, match=re.escape("has the driver's device nodes ['/dev/nvidia3']")):
+        _check_devices(dut, claim, {"pod": "p", "container": "plain", "absent": True}, {CHARDEVS: "/dev/nvidia3"}, "n1")
+
+
+def test_a_containers_listed_character_devices_are_read_from_its_log() -> None:
+    from unittest import mock
+
+    from drakit.conformance.backends.containers import CHARDEVS, CPUS_ALLOWED, env_from_log
+    log = "A=1\nCpus_allowed_list:\t0-1\nChardev: /dev/null\nChardev: /dev/dri/card0\nChardevs: done\n"
+    with mock.patch("kubernetes.client.CoreV1Api") as api:
+        api.return_value.read_namespaced_pod_log.return_value = log
+        got = env_from_log(mock.Mock(), "ns", "p", "main")
+        assert got == {"A": "1", CPUS_ALLOWED: "0-1", CHARDEVS: "/dev/null /dev/dri/card0"}
+        api.return_value.read_namespaced_pod_log.return_value = "A=1\nChardevs: done\n"
+        assert env_from_log(mock.Mock(), "ns", "p", "main") == {"A": "1", CHARDEVS: ""}  # listed, none there
+        api.return_value.read_namespaced_pod_log.return_value = "A=1\n"
+        assert CHARDEVS not in (env_from_log(mock.Mock(), "ns", "p", "main") or {})  # a pod that lists nothing
+        api.return_value.read_namespaced_pod_log.return_value = "A=1\nChardev: /dev/null\n"
+        assert CHARDEVS not in (env_from_log(mock.Mock(), "ns", "p", "main") or {})  # not done listing yet
+
+
+def test_only_an_expectation_that_asks_for_devices_checks_them_and_a_partial_list_is_no_list(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from drakit.conformance.backends.containers import CHARDEVS
+    from drakit.conformance.cases.checks import ExpectationFailed
+    from drakit.conformance.cases.driverchecks import check_container_env
+    body = "driverUnderTest:\n  containerEnv: {V: void}\n  containerDevices: ['/dev/gpu{device|trimprefix:gpu-}']\n"
+    vendor = load_vendor_profile(write(tmp_path, "version: 2\n" + HEAD + body))
+    claim = {"metadata": {"name": "c", "uid": "u1", "namespace": "ns"}, "status": {"allocation": {"devices": {"results": [
+        {"driver": "gpu.t.example", "pool": "n1", "device": "gpu-3", "request": "dev"}]}}}}
+    printed: dict[str, str] = {"V": "void"}
+    s = SimpleNamespace(vendor=vendor, get=lambda kind, name: claim if kind == "ResourceClaim" else {"spec": {"nodeName": "n1"}},
+                        container_env=lambda pod, container: printed)
+    check_container_env(s, {"pod": "p", "claim": "c"})  # a case whose pod lists no devices: env only
+    with pytest.raises(ExpectationFailed, match="has not listed its character devices"):
+        check_container_env(s, {"pod": "p", "claim": "c", "devices": True})
+    printed[CHARDEVS] = "/dev/null"
+    with pytest.raises(ExpectationFailed, match=re.escape("lacks the device nodes ['/dev/gpu3']")):
+        check_container_env(s, {"pod": "p", "claim": "c", "devices": True})
+    printed[CHARDEVS] = "/dev/null /dev/gpu3"
+    check_container_env(s, {"pod": "p", "claim": "c", "devices": True})
+
+
+def test_lint_of_the_nvidia_example_without_its_programs_names_the_three_builds_in_one_line() -> None:
+    import os
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k != "NVIDIA_GPU_PLUGIN_BIN"}
+    res = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "lint", "--vendor", "examples/nvidia-gpu.yaml",
+                          "conformance/suites/driver"], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    lines = [x for x in res.stdout.splitlines() if "build:" in x]
+    assert len(lines) == 1 and lines[0].startswith("examples/nvidia-gpu.yaml: the driver's plugin program: "), res.stdout
+    for what in ("./cmd/gpu-kubelet-plugin", "pkg/gpu/mocknvml", "nvidia-cdi-hook@v1.19.1"):
+        assert what in lines[0]

@@ -27,6 +27,10 @@ plugin's own files), ``{kubeletDir}`` (the kubelet's root dir, the parent of ``{
 for drivers that take ``--kubelet-root-dir``) and ``{metricsPort}`` (a free TCP port on 127.0.0.1, for the plugin's metrics). A plugin
 is ready when a registration socket naming its driver is in the registry: ``<driver>-reg.sock``,
 or ``<driver>-<uid>-reg.sock`` as plugins name it for rolling updates.
+
+A per-node setup step (profile v2 ``plugin.setup``, same placeholders) runs before every start,
+where the plugin runs and with its environment (a mock driver root below ``{nodeDir}``): it must
+exit 0 within :data:`SETUP_TIMEOUT` seconds; its output goes to the plugin's log.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import os
 import shutil
 import signal
 import string
+import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -50,6 +55,7 @@ _NAMESPACE_SCRIPT = ('mount -n -t tmpfs -o mode=0755 drakit-run /run && mkdir -p
 PLACEHOLDERS = PLUGIN_PLACEHOLDERS  # checked when the profile is loaded (drakit lint --vendor)
 #: hidden inside a containerd node's namespaces (private tmpfs there), unless the node's own
 NODE_PRIVATE = ("/run", "/var/run", "/var/lib", "/var/log")
+SETUP_TIMEOUT = 60.0
 
 
 class PluginStartError(Exception):
@@ -94,7 +100,7 @@ class VendorPlugin:
     def __init__(self, driver: str, command: Sequence[str], folders: Sequence[str], node: str,
                  node_folders: NodeFolders, kubeconfig: Path, bin_dir: Path, log: Path,
                  extra: Mapping[str, str] | None = None, env: Sequence[tuple[str, str]] = (),
-                 enter: Callable[[list[str]], list[str]] | None = None) -> None:
+                 enter: Callable[[list[str]], list[str]] | None = None, setup: Sequence[str] = ()) -> None:
         self.driver = driver
         self.enter = enter  # a containerd node's: the argv that runs a command inside it
         self.node = node
@@ -106,6 +112,7 @@ class VendorPlugin:
         if any("{metricsPort}" in arg for arg in (*command, *(v for _, v in env))):
             self.values["metricsPort"] = str(procs.free_ports(1)[0])
         self.argv = render(command, self.values)
+        self.setup = render(setup, self.values)
         self.env = dict(zip((k for k, _ in env), render([v for _, v in env], self.values)))
         self.make = [Path(p) for p in render(folders, self.values)]
         self.log = log
@@ -132,7 +139,8 @@ class VendorPlugin:
         return [p for p in own if any(Path(p).is_relative_to(t) for t in NODE_PRIVATE)
                 and not Path(p).is_relative_to(node)]
 
-    def _argv(self) -> list[str]:
+    def _argv(self, argv: list[str] | None = None) -> list[str]:
+        argv = self.argv if argv is None else argv
         if self.enter is not None:
             if not shutil.which("nsenter"):
                 raise PluginStartError("starting a plugin inside a containerd node needs nsenter (util-linux) on PATH")
@@ -140,11 +148,32 @@ class VendorPlugin:
             if hidden:
                 raise PluginStartError(f"the {self.driver} plugin on node {self.node} would not see {hidden[0]}: "
                                        f"inside the node {', '.join(NODE_PRIVATE)} are the node's own")
-            return self.enter(self.argv)
+            return self.enter(argv)
         if not shutil.which("unshare"):
             raise PluginStartError("starting a vendor plugin needs unshare (util-linux) on PATH")
         return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", _NAMESPACE_SCRIPT,
-                str(self.folders.cdi_dir), *self.argv]
+                str(self.folders.cdi_dir), *argv]
+
+    def _run_setup(self, env: dict[str, str] | None) -> None:
+        """The profile's per-node setup step, where the plugin will run; output to its log."""
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with self.log.open("a") as out:
+            out.write(f"# setup: {' '.join(self.setup)}\n")
+            out.flush()
+            try:
+                res = subprocess.run(self._argv(self.setup), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                     env=env, timeout=SETUP_TIMEOUT, start_new_session=True)
+                code: int | None = res.returncode
+            except subprocess.TimeoutExpired:
+                code = None
+            except OSError as exc:
+                raise PluginStartError(f"the {self.driver} plugin's setup on node {self.node} could not start: "
+                                       f"{exc.strerror or exc}") from None
+        if code != 0:
+            tail = self.log.read_text(errors="replace").strip().splitlines()[-3:]
+            what = f"exited with {code}" if code is not None else f"did not finish within {SETUP_TIMEOUT:.0f} s"
+            raise PluginStartError(f"the {self.driver} plugin's setup on node {self.node} {what}: "
+                                   f"{' | '.join(tail)} (log {self.log})")
 
     def start(self, timeout: float = 30.0) -> None:
         argv = self._argv()
@@ -154,6 +183,8 @@ class VendorPlugin:
         for stale in (self.folders.registry_dir / f"{self.driver}-reg.sock", *self._rolling()):
             stale.unlink(missing_ok=True)  # a stale one would look like a registration
         env = {**os.environ, **self.env} if self.env else None
+        if self.setup:
+            self._run_setup(env)
         popen, self.info = procs.spawn(f"plugin-{self.driver}-{self.node}", argv, self.log, env=env, die_with_parent=True)
         self._popen = {popen.pid: popen}
         deadline = time.monotonic() + timeout

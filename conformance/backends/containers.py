@@ -118,12 +118,16 @@ def _cdi_devices(dirs: Iterable[Path]) -> dict[str, tuple[str, dict[str, Any], d
 
 #: the key of :func:`env_from_log` for the container's CPUs (no variable's name holds a ``=``)
 CPUS_ALLOWED = "=Cpus_allowed_list"
+#: its key for the character devices the container listed (``Chardev: <path>`` lines), space-separated
+CHARDEVS = "=chardevs"
 
 
 def env_from_log(api: Any, namespace: str, pod: str, container: str | None) -> dict[str, str] | None:
     """The ``KEY=value`` lines a pod's container printed (through the API server), and the
     ``Cpus_allowed_list:`` line of its /proc status when it printed one (key :data:`CPUS_ALLOWED`),
-    or None while there is no log to read. Complete lines only: a value read is the whole value."""
+    the character devices it listed as ``Chardev: <path>`` lines (key :data:`CHARDEVS`, once it
+    printed ``Chardevs: done`` after them), or None while there is no log to read. Complete lines
+    only: a value read is the whole value."""
     try:
         from kubernetes.client import CoreV1Api
         text = CoreV1Api(api.api_client).read_namespaced_pod_log(pod, namespace, container=container)
@@ -136,4 +140,7 @@ def env_from_log(api: Any, namespace: str, pod: str, container: str | None) -> d
     for ln in lines:
         if ln.startswith("Cpus_allowed_list:"):
             out[CPUS_ALLOWED] = ln.partition(":")[2].strip()
+    devices = [ln[9:].strip() for ln in lines if ln.startswith("Chardev: ")]
+    if "Chardevs: done" in lines:  # the list is whole (none listed: an empty list, not no list)
+        out[CHARDEVS] = " ".join(devices)
     return out

@@ -127,9 +127,11 @@ class NodeReads:
             found = node.kubelet.containers(namespace, pod_name, name)
             if not found:
                 return None
-            from .containers import from_cri_event
+            from .containers import CHARDEVS, from_cri_event
             rec = from_cri_event(found[-1])
-            return dict(str(kv).partition("=")[::2] for kv in rec["env"])
+            got = dict(str(kv).partition("=")[::2] for kv in rec["env"])
+            got[CHARDEVS] = " ".join(str(d.get("containerPath")) for d in rec["deviceNodes"])  # what it was given
+            return got
         containers = pod["spec"].get("containers") or []
         chosen = next((c for c in containers if container is None or c["name"] == container), None)
         if chosen is None:

@@ -151,7 +151,7 @@ class DriverNodes(NodeReads):
             node.plugin = VendorPlugin(self.dut.driver, self.dut.plugin.command, self.dut.plugin.folders, node.name,
                                        folders, cluster.kubeconfig, cluster.bin_dir, self.logs.path(f"{self.log_prefix}{node.name}-plugin"),
                                        extra={**self._values(self.dut.plugin, "plugin"), "nodeDir": str(node.root / "plugin")},
-                                       env=self.dut.plugin.env, enter=self._enter(node))
+                                       env=self.dut.plugin.env, enter=self._enter(node), setup=self.dut.plugin.setup)
             node.mark_log()
             try:
                 node.plugin.start()

@@ -160,25 +160,26 @@ def check_container_env(s: Session, body: dict[str, Any]) -> None:
     dut = _dut(s)
     claim = _claim(s, body["claim"])
     pod = s.get("Pod", body["pod"]) if hasattr(s, "get") else None
+    node = ((pod or {}).get("spec") or {}).get("nodeName") or ""
     if not dut.container_env:
-        return _check_container_cdi(s, body)
-    want = expected_env(dut, claim, body.get("request"), ((pod or {}).get("spec") or {}).get("nodeName") or "")
+        _check_container_cdi(s, body)
+        if dut.container_devices and body.get("devices"):
+            _check_devices(dut, claim, body, _read(s, body, "its device nodes"), node)
+        return None
+    want = expected_env(dut, claim, body.get("request"), node)
     if not want:
         raise HarnessError("the vendor profile declares no containerEnv for the driver under test, or the claim has "
                            "no device of it")
-    reader: Callable[[str, str | None], dict[str, str] | None] | None = getattr(s, "container_env", None)
-    if reader is None:
-        raise HarnessError("this backend cannot see what a container got")
-    got = reader(body["pod"], body.get("container"))
-    if got is None:
-        raise ExpectationFailed(f"no record yet of what pod {body['pod']}'s container got", expected=_shown(want), actual=None)
+    got = _read(s, body, _shown(want))
+    if dut.container_devices and body.get("devices"):  # the case's container lists its device nodes
+        _check_devices(dut, claim, body, got, node)
     if body.get("absent"):
         present = sorted(k for k, v in want.items() if _env_matches(v, got.get(k)))
         if present:
             raise ExpectationFailed(f"container {body.get('container')} of pod {body['pod']} got the driver's CDI edits "
                                     f"{present[:3]} though it does not use the claim", expected="absent",
                                     actual={k: got[k] for k in present})
-        return
+        return None
     missing = {k: v for k, v in want.items() if not _env_matches(v, got.get(k))}
     if missing:
         # a variable present with another value stays so (a container's environment is set at its
@@ -187,7 +188,45 @@ def check_container_env(s: Session, body: dict[str, Any]) -> None:
                                 expected=_shown(want), actual={k: got.get(k) for k in want},
                                 final=any(k in got for k in missing))
     if dut.cpuset_env:
-        _check_cpuset(dut, claim, body, got, (pod or {}).get("spec", {}).get("nodeName") or "")
+        _check_cpuset(dut, claim, body, got, node)
+    return None
+
+
+def _read(s: Session, body: dict[str, Any], expected: Any) -> dict[str, str]:
+    """What the pod's container got (its env, CPUs and device nodes), or ExpectationFailed."""
+    reader: Callable[[str, str | None], dict[str, str] | None] | None = getattr(s, "container_env", None)
+    if reader is None:
+        raise HarnessError("this backend cannot see what a container got")
+    got = reader(body["pod"], body.get("container"))
+    if got is None:
+        raise ExpectationFailed(f"no record yet of what pod {body['pod']}'s container got", expected=expected, actual=None)
+    return got
+
+
+def _check_devices(dut: Any, claim: dict[str, Any], body: dict[str, Any], got: dict[str, str], node: str) -> None:
+    """The device nodes the profile says (``containerDevices``) are character devices in the
+    container, as its shell listed them (``Chardev:`` lines); with ``absent``, none of them is."""
+    from drakit.fake_driver.envtemplate import render, values_for
+    from ..backends.containers import CHARDEVS
+    results = [r for r in ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
+               if r.get("driver") == dut.driver and (body.get("request") is None
+                                                     or r["request"].partition("/")[0] == body["request"])]
+    want = sorted({render(t, values_for(r, claim, node)) for r in results for t in dut.container_devices})
+    if CHARDEVS not in got:
+        raise ExpectationFailed(f"the container of pod {body['pod']} has not listed its character devices (Chardev: "
+                                "lines, then Chardevs: done)",
+                                expected=want, actual=None)
+    have = set(got[CHARDEVS].split())
+    if body.get("absent"):
+        present = [p for p in want if p in have]
+        if present:
+            raise ExpectationFailed(f"container {body.get('container')} of pod {body['pod']} has the driver's device nodes "
+                                    f"{present[:3]} though it does not use the claim", expected="absent", actual=present)
+        return
+    missing = [p for p in want if p not in have]
+    if missing:
+        raise ExpectationFailed(f"the container of pod {body['pod']} lacks the device nodes {missing[:3]} the driver's "
+                                f"CDI edits give it (a character device there)", expected=want, actual=sorted(have))
 
 
 def env_mismatch(missing: dict[str, Any], got: dict[str, str]) -> str:

@@ -107,3 +107,47 @@ def test_intel_gpu_plugin_over_device_faker(tmp_path: Path) -> None:
     statuses = {c["id"]: c["status"] for c in results["cases"]}
     assert statuses["driver/pod-env"] == statuses["driver/admin-access"] == "passed", text[-3000:]
     assert results["verdict"]["result"] == "pass", results["verdict"]
+
+
+def mock_nvml_dir() -> str:
+    """The mock NVML the user built: ``$MOCK_NVML_DIR``, else ``<driver cache>/bin/mocknvml``
+    (k8s-test-infra's pkg/gpu/mocknvml after make: the library and configs/); skips saying how."""
+    path = Path(os.environ.get("MOCK_NVML_DIR") or cache_dir() / "bin" / "mocknvml")
+    if not any(p.is_file() and not p.is_symlink() for p in path.glob("libnvidia-ml.so.*.*.*")) \
+            or not (path / "configs").is_dir():
+        pytest.skip("the mock NVML is not built: run make NO_PADDING=1 LIB_VERSION=570.170.01 in pkg/gpu/mocknvml of "
+                    f"github.com/NVIDIA/k8s-test-infra and copy the library and configs/ to {cache_dir() / 'bin' / 'mocknvml'} "
+                    "(or name that folder in $MOCK_NVML_DIR)")
+    return str(path)
+
+
+def test_nvidia_gpu_plugin_over_mock_nvml_full_gpus_and_consumable_shares(tmp_path: Path) -> None:
+    plugin = program("NVIDIA_GPU_PLUGIN_BIN", "gpu-kubelet-plugin", "github.com/kubernetes-sigs/dra-driver-nvidia-gpu",
+                     "./cmd/gpu-kubelet-plugin (go build -mod=vendor)")
+    hook = program("NVIDIA_CDI_HOOK_PATH", "nvidia-cdi-hook", "github.com/NVIDIA/nvidia-container-toolkit",
+                   "./cmd/nvidia-cdi-hook (go install github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-cdi-hook@v1.19.1)")
+    env = {"NVIDIA_GPU_PLUGIN_BIN": plugin, "NVIDIA_CDI_HOOK_PATH": hook, "MOCK_NVML_DIR": mock_nvml_dir()}
+    results, text, wall = run(tmp_path, "nvidia-gpu.yaml", env, workers=2)
+    print(f"NVIDIA GPU plugin over mock NVML, driver suite in two configurations side by side (-n 2), "
+          f"cluster start included: {wall:.1f} s")
+    bad = non_passes(results)
+    # the kubelet wipes its node's slices when it starts; a plugin that updated its slice less
+    # than a minute before (its restart in driver/plugin-restart: "Updated existing resource
+    # slice") still holds the updated copy in its ResourceSlice controller's mutation cache
+    # (vendored k8s.io/dynamic-resource-allocation v0.36.0), logs "Matched existing slice by
+    # index" with numNewSlices=0 and schedules no re-sync after an update, so the slice stays
+    # unpublished (fixed upstream by kubernetes PR 140063, after v0.36.0). A finding when it is hit
+    for cid in [c for c in bad if c.startswith("driver/kubelet-restart@")]:
+        found = evidence(bad.pop(cid))
+        assert "cannot allocate all claims" in found and "ResourceSlice delete" in found, found[-2000:]
+        assert "Matched existing slice by index" in found, found[-2000:]
+    assert not bad, {k: (v.get("failure") or {}).get("summary") for k, v in bad.items()}
+    statuses = {c["id"]: c["status"] for c in results["cases"]}
+    for conf in ("full-gpus", "consumable-shares"):
+        for case in ("registration", "slices", "allocation", "prepare", "pod-env", "unprepare", "reuse",
+                     "several-pods", "plugin-restart", "prioritized-list"):
+            assert statuses[f"driver/{case}@{conf}"] == "passed", (case, conf, text[-3000:])
+    # admin access on a whole GPU, and beside another share of a GPU that allows multiple allocations
+    assert statuses["driver/admin-access@full-gpus"] == statuses["driver/admin-access-shared@consumable-shares"] == "passed"
+    assert statuses["driver/consumable-capacity@consumable-shares"] == "passed", text[-3000:]
+    assert results["verdict"]["result"] == "pass", results["verdict"]

@@ -81,3 +81,27 @@ def test_a_controller_runs_once_with_the_kubeconfig_and_an_early_exit_is_one_lin
                       tmp_path / "dead.log")
     with pytest.raises(PluginStartError, match=r"the driver's controller exited \(code 3\): .*no cluster"):
         dead.start(settle=10.0)
+
+
+def test_the_setup_step_runs_before_each_start_and_a_failed_one_stops_it_in_one_line(tmp_path: Path, short_dir: Path) -> None:
+    f = folders(short_dir)
+    serve = [sys.executable, "-c", SERVE + "; print(open(sys.argv[2]).read(), flush=True)",
+             "{registryDir}/d.example.com-reg.sock", "{nodeDir}/root/made"]
+    setup = ["/bin/sh", "-c", 'mkdir -p "$0" && echo "made by setup $GPUS" >> "$0/made"', "{nodeDir}/root"]
+    plugin = VendorPlugin("d.example.com", serve, [], "n1", f, tmp_path / "kubeconfig", tmp_path, tmp_path / "plugin.log",
+                          env=[("GPUS", "4")], setup=setup)
+    try:
+        plugin.start(timeout=20)
+        plugin.restart(timeout=20)
+    finally:
+        plugin.stop()
+    assert (tmp_path / "root" / "made").read_text() == "made by setup 4\nmade by setup 4\n"  # before each start
+    assert "# setup: /bin/sh -c" in (tmp_path / "plugin.log").read_text()
+    bad = VendorPlugin("d.example.com", serve, [], "n1", f, tmp_path / "kubeconfig", tmp_path, tmp_path / "bad" / "plugin.log",
+                       setup=["/bin/sh", "-c", "echo no mock library here >&2; exit 3"])
+    with pytest.raises(PluginStartError) as err:
+        bad.start(timeout=20)
+    assert "\n" not in str(err.value)
+    assert str(err.value).startswith("the d.example.com plugin's setup on node n1 exited with 3: ")
+    assert "no mock library here" in str(err.value)
+    assert bad.info is None  # the plugin itself never started

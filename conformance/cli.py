@@ -98,14 +98,7 @@ def _parser() -> argparse.ArgumentParser:
                       help="refuse case files larger than this, e.g. 4MiB (default: 1 MiB)")
 
     sub.add_parser("features", help="list the DRA features of Kubernetes 1.37 that drakit knows")
-    from drakit.clusters import cli as cluster_cli
-    from drakit.clusters.images import cli as image_cli
-    from drakit.clusters.nodeagent import cli as agent_cli
-    from drakit.fake_driver import cli as driver_cli
-    from .explain import cli as explain_cli
-    from .incluster import sonobuoy
-    from .nodecheck import cli as nodecheck_cli
-    for module in (cluster_cli, image_cli, driver_cli, nodecheck_cli, agent_cli, explain_cli, sonobuoy):
+    for module in _command_modules().values():
         module.add_parsers(sub)
     _describe(p)
     return p
@@ -150,6 +143,11 @@ def _dispatch(argv: Sequence[str] | None) -> int:
         return cmd_lint(args)
     if args.command == "features":
         return cmd_features()
+    return _command_modules()[args.command].run(args)  # type: ignore[no-any-return]
+
+
+def _command_modules() -> dict[str, Any]:
+    """The subcommands that live in modules of their own: name -> module (add_parsers, run)."""
     from drakit.clusters import cli as cluster_cli
     from drakit.clusters.images import cli as image_cli
     from drakit.clusters.nodeagent import cli as agent_cli
@@ -157,10 +155,9 @@ def _dispatch(argv: Sequence[str] | None) -> int:
     from .explain import cli as explain_cli
     from .incluster import sonobuoy
     from .nodecheck import cli as nodecheck_cli
-    handlers = {"cluster": cluster_cli.run, "image": image_cli.run, "driver": driver_cli.run,
-                "node-check": nodecheck_cli.run, "node-agent": agent_cli.run, "explain": explain_cli.run,
-                "sonobuoy-plugin": sonobuoy.run}
-    return handlers[args.command](args)
+    from .profileinit import cli as profile_cli
+    return {"cluster": cluster_cli, "image": image_cli, "driver": driver_cli, "node-check": nodecheck_cli,
+            "node-agent": agent_cli, "explain": explain_cli, "sonobuoy-plugin": sonobuoy, "profile": profile_cli}
 
 
 def _out_folder(out: Path) -> bool:

@@ -37,6 +37,7 @@ CAPACITY_KEYS: dict[str, tuple[str, ...]] = {
     "bandwidth": ("bandwidth",),
     "cpus": ("cpu", "cpus"),
 }
+_NAME = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z_][A-Za-z0-9_]{0,31}$")
 _TYPES = {"int": "int", "bool": "bool", "string": "string", "version": "version"}
 # a role name for the driver, from a word of its name (cases of the feature suites use gpu, nic)
 _ROLES = (("gpu", "gpu"), ("nic", "nic"), ("net", "nic"), ("cpu", "cpu"), ("memory", "memory"))
@@ -123,8 +124,8 @@ def _value(raw: Mapping[str, Any]) -> tuple[str | None, Any]:
     for kind, key in (("int", "int"), ("bool", "bool"), ("string", "string"), ("version", "version")):
         if key in raw:
             return kind, raw[key]
-    kind = next(iter(raw), None)
-    return (f"list ({kind})" if kind else None), raw.get(kind) if kind else None
+    other: str | None = next(iter(raw), None)
+    return (f"list ({other})" if other else None), raw.get(other) if other else None
 
 
 def _qualified(name: str, driver: str) -> str:
@@ -215,6 +216,8 @@ def _attributes(driver: str, devices: Sequence[Mapping[str, Any]]) -> tuple[tupl
             kind, _ = _value(raw if isinstance(raw, Mapping) else {})
             kinds.setdefault(name, set()).add(kind)
             counts[name] = counts.get(name, 0) + 1
+    for name in [n for n in kinds if not _NAME.match(n)]:  # not a name the API server takes, nor a profile
+        del kinds[name]
     keys = _assign(sorted(kinds), ATTRIBUTE_KEYS, driver, set())
     out = []
     for name in sorted(kinds, key=lambda n: (not keys[n][1], keys[n][0])):
@@ -243,6 +246,7 @@ def _capacities(driver: str, devices: Sequence[Mapping[str, Any]], taken: set[st
         for name, raw in (d.get("capacity") or {}).items():
             counts[name] = counts.get(name, 0) + 1
             policies.setdefault(name, _policy(raw if isinstance(raw, Mapping) else {}))
+    counts = {n: c for n, c in counts.items() if _NAME.match(n)}
     keys = _assign(sorted(counts), CAPACITY_KEYS, driver, set(taken))
     return tuple(Capacity(keys[n][0], _published(n, driver), counts[n], keys[n][1], policies[n])
                  for n in sorted(counts, key=lambda n: keys[n][0]))

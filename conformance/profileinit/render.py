@@ -55,7 +55,7 @@ def q(value: object) -> str:
 
 
 def render(draft: Draft, extras: Extras, command: str = "") -> str:
-    role, lines = draft.role, []
+    role, lines = draft.role, list[str]()
     add = lines.append
     add(f"# Drafted by `drakit profile init{(' ' + command) if command else ''}`")
     add(f"# from {extras.source}: driver {draft.driver}, {draft.slices} ResourceSlice(s), {draft.devices} device(s)"

@@ -361,8 +361,8 @@ def _run(args: argparse.Namespace) -> int:
     if code == pytest.ExitCode.USAGE_ERROR and not INTERRUPTS.interrupted:
         return EXIT_USAGE
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
-        print("drakit: no cases matched" + (f" -k {args.keyword!r}" if args.keyword else "")
-              + (f" -m {args.markexpr!r}" if args.markexpr else ""), file=sys.stderr)
+        from .nomatch import no_cases_line
+        print(no_cases_line(args, paths), file=sys.stderr)
     if not results_path.exists():
         print(f"drakit: the run did not write {results_path}", file=sys.stderr)
         return EXIT_USAGE

@@ -47,3 +47,19 @@ def test_driver_suite_on_the_reference_backend_says_it_needs_a_cluster(tmp_path:
     assert no_cases_line(args, [DRIVER_SUITE]) == "drakit: no cases matched -k 'x'"
     args.keyword, args.backend = None, "cluster"  # cases of that backend exist: the plain line
     assert no_cases_line(args, [DRIVER_SUITE]) == "drakit: no cases matched"
+
+
+def test_failures_recap_keeps_a_long_messages_end() -> None:
+    """The closing ``failures:`` list loses a long summary's middle, never its end (where the
+    explanation is), as docs/guide/running.md says."""
+    import copy
+    import json
+
+    from drakit.reports.text import render_summary
+    results = json.loads((ROOT / "tests" / "fixtures" / "results" / "mixed.json").read_text())
+    results = copy.deepcopy(results)
+    case = next(c for c in results["cases"] if c["status"] == "failed")
+    case["failure"]["summary"] = "claim gpu: " + "x" * 700 + " THE EXPLANATION AT THE END"
+    recap = render_summary(results, color=False).split("\nfailures:\n", 1)[1]
+    line = next(ln for ln in recap.splitlines() if case["id"] in ln)
+    assert line.endswith("THE EXPLANATION AT THE END") and "characters left out" in line, line

@@ -144,6 +144,10 @@ def _under_test(add: object, draft: Draft, extras: Extras) -> None:
         if n not in names:
             add(f"    # - {n}   # decide: {QUESTIONS[n]}")
     _env(add, extras)
+    if not extras.plugin_command and not extras.node_shapes:
+        add("  # plugin:   # decide: how drakit's local cluster starts your kubelet plugin on a node, for --cluster local")
+        add("  #   command: [\"{binary}\", \"--node-name={node}\", \"--kubeconfig={kubeconfig}\", \"--cdi-root={cdiDir}\"]"
+            "   # with binary: PATH (docs/guide/driver.md)")
     if extras.plugin_command:
         add("  plugin:   # how drakit's local cluster starts its kubelet plugin on each node")
         add("    command: [" + ", ".join(q(a) for a in extras.plugin_command) + "]")

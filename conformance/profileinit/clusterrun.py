@@ -16,7 +16,8 @@ def _say(line: str) -> None:
     print(f"drakit profile init: {line}", file=sys.stderr)
 
 
-def _finish(api: Any, args: Any, extras: Any, reader: Callable[[str, str], dict[str, str] | None], source: str) -> Draft:
+def _finish(api: Any, args: Any, extras: Any, reader: Callable[[str, str], dict[str, str] | None], source: str,
+            metadata: Callable[[str, str, str], bool] | None = None) -> Draft:
     from .probe import POD_IMAGE, probe, read_objects
     slices, classes = read_objects(api)
     draft = infer(args.driver, slices, classes, role=args.role, source=source)
@@ -27,7 +28,7 @@ def _finish(api: Any, args: Any, extras: Any, reader: Callable[[str, str], dict[
         extras.env_note = "no DeviceClass selects the driver on this cluster, so no claim could be made"
         return draft
     found = probe(api, draft.driver, draft.class_name, reader, image=args.pod_image or POD_IMAGE,
-                  timeout=args.timeout, say=_say)
+                  timeout=args.timeout, say=_say, metadata=metadata)
     extras.env = generalise_env(found.observations)
     extras.observed = found.observed
     extras.notes = found.notes
@@ -94,7 +95,7 @@ def on_local(args: Any, extras: Any, usage: Callable[[str], Exception]) -> Draft
             if profile.fake and profile.under_test is not None:
                 extras.node_shapes = tuple(profile.under_test.node_shapes)
             draft = _finish(target.api, args, extras, lambda ns, pod: nodes.container_env(ns, pod, None),
-                            "drakit's local cluster")
+                            "drakit's local cluster", _metadata_reader(nodes, args.driver))
             nodes.stop()
             nodes = None
             return draft
@@ -102,6 +103,24 @@ def on_local(args: Any, extras: Any, usage: Callable[[str], Exception]) -> Draft
         if nodes is not None:
             nodes.stop()
         target.stop()
+
+
+def _metadata_reader(nodes: Any, driver: str) -> Callable[[str, str, str], bool]:
+    """Whether a probe pod's container got a device metadata file of the driver for its claim,
+    from what the node's runtime recorded (mounts at the KEP-5304 path)."""
+    from ..nodecheck.metadata import parse_container_path
+
+    def read(ns: str, pod: str, claim: str) -> bool:
+        try:
+            rec = nodes.container_record(ns, pod, "main")
+        except Exception:  # noqa: BLE001 - a node side that records nothing: not observed
+            return False
+        for m in (rec or {}).get("mounts") or []:
+            where = parse_container_path(str(m.get("containerPath", "")))
+            if where and where["claim"] == claim and where["driver"] == driver:
+                return True
+        return False
+    return read
 
 
 def _tail(logs: Path) -> str:

@@ -59,8 +59,11 @@ def _pod(name: str, claim: str | None, image: str) -> dict[str, Any]:
 
 
 def probe(api: Any, driver: str, class_name: str, env_reader: Callable[[str, str], dict[str, str] | None],
-          *, image: str = POD_IMAGE, timeout: float = 120.0, say: Callable[[str], None] = lambda _: None) -> ProbeResult:
-    """``env_reader(namespace, pod)``: what the pod's container got (None while nothing yet)."""
+          *, image: str = POD_IMAGE, timeout: float = 120.0, say: Callable[[str], None] = lambda _: None,
+          metadata: Callable[[str, str, str], bool] | None = None) -> ProbeResult:
+    """``env_reader(namespace, pod)``: what the pod's container got (None while nothing yet);
+    ``metadata(namespace, pod, claim)``: whether its container got the driver's device metadata
+    file for the claim (on nodes drakit runs, which record what a container got)."""
     from drakit.fake_driver.envtemplate import values_for
     ns = f"drakit-profile-init-{secrets.token_hex(3)}"
     out = ProbeResult()
@@ -96,6 +99,8 @@ def probe(api: Any, driver: str, class_name: str, env_reader: Callable[[str, str
                 out.observed.append(("prioritized-list", "a claim with firstAvailable subrequests got a device and its pod ran"))
             if (obj.get("status") or {}).get("devices") and not any(b == "device-status" for b, _ in out.observed):
                 out.observed.append(("device-status", f"it wrote status.devices into claim {claim}"))
+            if metadata is not None and metadata(ns, pod, claim) and not any(b == "device-metadata" for b, _ in out.observed):
+                out.observed.append(("device-metadata", f"pod {pod}'s container got its device metadata file for claim {claim}"))
             if _health(api.get("Pod", pod, ns)) and not any(b == "health" for b, _ in out.observed):
                 out.observed.append(("health", f"pod {pod}'s status shows the health of its devices"))
         return out

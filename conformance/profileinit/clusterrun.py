@@ -12,6 +12,13 @@ from .envgen import generalise_env
 from .infer import Draft, infer
 
 
+
+def plugin_folders(driver: str) -> list[str]:
+    """Made before the plugin starts: its socket folder below the kubelet's plugins folder, as a
+    DaemonSet's hostPath volume (DirectoryOrCreate) gives it."""
+    return ["{pluginsDir}/" + driver]
+
+
 def _say(line: str) -> None:
     print(f"drakit profile init: {line}", file=sys.stderr)
 
@@ -62,7 +69,7 @@ def _profile(args: Any, usage: Callable[[str], Exception]) -> Any:
     return parse_profile({"version": 2, "name": "profile-init", "drivers": {role: args.driver},
                           "classes": {role: args.driver},
                           "driverUnderTest": {"role": role, "plugin": {
-                              "command": list(extras_command(args)),
+                              "command": list(extras_command(args)), "folders": plugin_folders(args.driver),
                               "deviceClasses": [{"name": args.driver, "selector": f"device.driver == '{args.driver}'"}]}}},
                          str(Path.cwd() / "profile-init.yaml"))
 
@@ -89,7 +96,7 @@ def on_local(args: Any, extras: Any, usage: Callable[[str], Exception]) -> Draft
             try:
                 nodes.start()
             except HarnessError as exc:
-                raise HarnessError(f"the driver's nodes cannot start: {exc} (its log: {_tail(Path(logs))})") from None
+                raise HarnessError(f"the driver's nodes cannot start: {exc}") from None
             nodes.wait_for_slices()
             extras.source = "drakit's local cluster (two nodes running the driver)"
             if profile.fake and profile.under_test is not None:
@@ -121,13 +128,3 @@ def _metadata_reader(nodes: Any, driver: str) -> Callable[[str, str, str], bool]
                 return True
         return False
     return read
-
-
-def _tail(logs: Path) -> str:
-    for log in sorted(logs.glob("*plugin*")):
-        try:
-            lines = log.read_text(encoding="utf-8", errors="replace").splitlines()[-3:]
-        except OSError:
-            continue
-        return " | ".join(lines)[-400:] or "empty"
-    return "none"

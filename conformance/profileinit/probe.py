@@ -141,7 +141,8 @@ def _why(api: Any, ns: str, pod: str) -> str:
 def _health(pod: Any) -> bool:
     for c in ((pod or {}).get("status") or {}).get("containerStatuses") or []:
         for r in c.get("allocatedResourcesStatus") or []:
-            if any(x.get("health") for x in r.get("resources") or []):
+            # Unknown is what the kubelet shows for a driver that streams no health
+            if any(x.get("health") in ("Healthy", "Unhealthy") for x in r.get("resources") or []):
                 return True
     return False
 

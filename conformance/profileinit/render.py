@@ -151,6 +151,7 @@ def _under_test(add: object, draft: Draft, extras: Extras) -> None:
     if extras.plugin_command:
         add("  plugin:   # how drakit's local cluster starts its kubelet plugin on each node")
         add("    command: [" + ", ".join(q(a) for a in extras.plugin_command) + "]")
+        add(f"    folders: [{q('{pluginsDir}/' + draft.driver)}]   # its socket folder, made before it starts")
         add("    deviceClasses:")
         for cname, sel in draft.classes[:1]:
             add(f"      - name: {q(cname)}")

@@ -208,3 +208,18 @@ def test_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert main(["profile", "init", "--driver", "gpu.acme.example.com", *argv]) == code
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_values_no_placeholder_explains_become_patterns_of_their_shape() -> None:
+    """UUIDs and PCI addresses (the fake driver's DRAKIT_<DEVICE>_UUID): hex runs; one shape or ``.+``."""
+    from drakit.conformance.profileinit.envgen import _pattern
+    uuids = ["GPU-55afd92c-6c6c-5069-bf69-fdf8ca2d9865", "GPU-6bc83dd1-678b-5cf5-bbcc-ccc74f3d45ef"]
+    assert _pattern(uuids) == "GPU\\-[0-9a-f]+\\-[0-9a-f]+\\-[0-9a-f]+\\-[0-9a-f]+\\-[0-9a-f]+"
+    assert _pattern(["0000:1b:00.0", "0000:3d:00.0"]) == "[0-9a-f]+:[0-9a-f]+:[0-9a-f]+\\.[0-9a-f]+"
+    assert _pattern(["gpu-1", "gpu-22"]) == "gpu\\-[0-9]+"
+    assert _pattern(["0-3", "4,6"]) == ".+"
+    one, one_v = _claim("probe-one", "0f1e2d3c-1111-2222-3333-444455556666", ["gpu0"])
+    two, two_v = _claim("probe-two", "aa1e2d3c-1111-2222-3333-444455556666", ["gpu1", "gpu2"])
+    env = {1: {"DRAKIT_GPU0_UUID": uuids[0]}, 2: {"DRAKIT_GPU1_UUID": uuids[1], "DRAKIT_GPU2_UUID": uuids[0]}}
+    result = generalise_env([Observation(env[1], one_v), Observation(env[2], two_v)])
+    assert dict(result.templates) == {"DRAKIT_{device|upper}_UUID": {"pattern": _pattern(uuids)}}

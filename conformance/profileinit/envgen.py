@@ -94,13 +94,14 @@ def render(template: str, values: Mapping[str, str]) -> str:
 
 def _pattern(values: Sequence[str]) -> str:
     """One regular expression every observed value matches whole: the literal parts escaped and
-    runs of digits as [0-9]+, when that is one expression for all, else ``.+``."""
-    shapes = {re.sub(r"(?:[0-9]+)", "\0", v) for v in values}
-    if len(shapes) == 1:
-        shape = next(iter(shapes))
-        pattern = "[0-9]+".join(re.escape(part) for part in shape.split("\0"))
-        # envtemplate fills placeholders into patterns: literal braces are doubled
-        return _escape(pattern)
+    runs of digits as [0-9]+ (else runs of lower-case hex digits as [0-9a-f]+: UUIDs, PCI
+    addresses), when that is one expression for all, else ``.+``."""
+    for run, regex in ((r"[0-9]+", "[0-9]+"), (r"[0-9a-f]+", "[0-9a-f]+")):
+        shapes = {re.sub(run, "\0", v) for v in values}
+        if len(shapes) == 1:
+            shape = next(iter(shapes))
+            # envtemplate fills placeholders into patterns: literal braces are doubled
+            return _escape(regex.join(re.escape(part) for part in shape.split("\0")))
     return ".+"
 
 

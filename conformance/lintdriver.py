@@ -49,10 +49,12 @@ def _applies(case: Any, vendor: Any) -> tuple[bool, str]:
         category, message = unmet
         return False, f"{category}: {message}"
     startable = dut.plugin is not None or vendor.fake
-    if behaviour in ("plugin-restart", "kubelet-restart") and dut.plugin is None:
+    if behaviour == "plugin-restart" and dut.plugin is None:
         why = ("drakit's fake driver runs inside drakit and cannot be restarted alone" if vendor.fake else
                "needs drakit's nodes: the profile has no driverUnderTest.plugin for drakit to start (and restart) it with")
         return False, why
+    if behaviour == "kubelet-restart" and vendor.fake and dut.plugin is None:
+        return True, "drakit's local cluster only, on real kubelet nodes (as root): the fake driver's kubelet restarts"
     if behaviour in LOCAL_ONLY:
         if startable:
             return True, f"drakit's local cluster only: {LOCAL_ONLY[behaviour]}"

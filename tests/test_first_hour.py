@@ -34,6 +34,7 @@ def test_lint_vendor_lists_the_driver_cases_that_apply_and_why_not(capsys: pytes
     assert rows["driver/admin-access"].startswith("applies declared under driverUnderTest.optional")
     rows = _lines(capsys, "fake_driver/profile.yaml")
     assert rows["driver/plugin-restart"] == "skipped drakit's fake driver runs inside drakit and cannot be restarted alone"
+    assert rows["driver/kubelet-restart"].startswith("applies drakit's local cluster only, on real kubelet nodes")
 
 
 def test_driver_suite_on_the_reference_backend_says_it_needs_a_cluster(tmp_path: Path,

@@ -122,7 +122,7 @@ def _matches(want: dict[str, Any], got: dict[str, str]) -> bool:
     return all(k in got and (v.fullmatch(got[k]) if hasattr(v, "fullmatch") else got[k] == v) for k, v in want.items())
 
 
-@pytest.mark.parametrize("style", ["fake", "test-driver", "example", "cpuset"])
+@pytest.mark.parametrize("style", ["fake", "test-driver", "example", "example-driver", "cpuset"])
 def test_env_is_generalised_over_devices_and_claims(style: str) -> None:
     one, one_v = _claim("probe-one", "0f1e2d3c-1111-2222-3333-444455556666", ["gpu-3"])
     two, two_v = _claim("probe-two", "aa1e2d3c-1111-2222-3333-444455556666", ["gpu-1", "gpu-2"])
@@ -135,6 +135,10 @@ def test_env_is_generalised_over_devices_and_claims(style: str) -> None:
         if style == "example":  # GPU_DEVICE_<i>=<device>, i an index in the claim: no placeholder gives it
             return {**{f"GPU_DEVICE_{i}": v["device"] for i, v in enumerate(values)},
                     **{f"GPU_DEVICE_{i}_RESOURCE_CLAIM": v["claimUID"] for i, v in enumerate(values)}}
+        if style == "example-driver":  # dra-example-driver: GPU_DEVICE_<device without gpu->=<device>, cdi.go's claim UID
+            return {**{f"GPU_DEVICE_{v['device'][4:]}": v["device"] for v in values},
+                    **{f"GPU_DEVICE_{v['device'].replace('-', '_').upper()}_RESOURCE_CLAIM": v["claimUID"] for v in values},
+                    "DRA_ADMIN_ACCESS": "false", "DRA_RESOURCE_DRIVER_NAME": DRIVER}
         return {f"DRA_CPUSET_{values[0]['claimUID']}": "0-3" if len(values) == 1 else "4,6"}
 
     result = generalise_env([Observation(env(one_v), one_v), Observation(env(two_v), two_v)])
@@ -147,6 +151,10 @@ def test_env_is_generalised_over_devices_and_claims(style: str) -> None:
         assert templates["GPU_DEVICE_0"] == {"pattern": "gpu\\-[0-9]+"}
         assert templates["GPU_DEVICE_0_RESOURCE_CLAIM"] == "{claimUID}"
         assert result.unexplained == ("GPU_DEVICE_1", "GPU_DEVICE_1_RESOURCE_CLAIM")
+    elif style == "example-driver":
+        assert templates == {"GPU_DEVICE_{device|trimprefix:gpu-}": "{device}", "DRA_ADMIN_ACCESS": "false",
+                             "DRA_RESOURCE_DRIVER_NAME": "{driver}",
+                             "GPU_DEVICE_{device|ident|upper}_RESOURCE_CLAIM": "{claimUID}"}, templates
     else:
         assert templates == {"DRA_CPUSET_{claimUID}": {"pattern": ".+"}}  # 0-3 and 4,6: no one shape
     # what the driver suite would want of each probe container, it had

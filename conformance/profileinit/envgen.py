@@ -55,6 +55,13 @@ def _tokens(values: Mapping[str, str]) -> list[tuple[str, str]]:
             continue
         for suffix, fn in _TRANSFORMS:
             out.setdefault(fn(value), "{" + name + suffix + "}")
+    # a device's name without its kind (gpu-3 -> 3: GPU_DEVICE_3), however short: a template
+    # matching by chance does not hold for every device of every claim, and is dropped
+    device = values.get("device", "")
+    prefix = re.match(r"^[A-Za-z]+[-_.]?", device)
+    if prefix and len(device) > prefix.end():
+        for suffix, fn in _TRANSFORMS:
+            out.setdefault(fn(device[prefix.end():]), "{device|trimprefix:" + prefix.group(0) + suffix + "}")
     return sorted(out.items(), key=lambda t: -len(t[0]))
 
 
@@ -87,9 +94,11 @@ def render(template: str, values: Mapping[str, str]) -> str:
             return m.group(0)[0]
         value = values.get(m.group(1), "")
         for spec in filter(None, (m.group(2) or "").split("|")):
-            value = {"ident": ident, "upper": str.upper, "lower": str.lower}[spec](value)
+            name, _, arg = spec.partition(":")
+            value = value.removeprefix(arg) if name == "trimprefix" else {"ident": ident, "upper": str.upper,
+                                                                           "lower": str.lower}[name](value)
         return value
-    return re.sub(r"\{\{|\}\}|\{([A-Za-z]+)((?:\|[a-z]+)*)\}", sub, template)
+    return re.sub(r"\{\{|\}\}|\{([A-Za-z]+)((?:\|[^{}|]+)*)\}", sub, template)
 
 
 def _pattern(values: Sequence[str]) -> str:

@@ -73,7 +73,7 @@ def test_test_driver_draft_holds_what_the_hand_written_profile_says(tmp_path: Pa
     dut = data["driverUnderTest"]
     assert data["drivers"] == {"dev": "test-driver.cdi.k8s.io"} and dut["pools"] == "per-node"
     assert dut["containerEnv"] == {"claim_{claim|ident}_{request}": "true"}, dut.get("containerEnv")
-    assert dut["optional"] == ["prioritized-list", "device-metadata"], dut["optional"]
+    assert sorted(dut["optional"]) == ["device-metadata", "prioritized-list"], dut["optional"]
     assert dut["plugin"]["command"][0] == "{drakitBin}/dra-test-driver"
     assert dut["plugin"]["folders"] == ["{pluginsDir}/test-driver.cdi.k8s.io"]
 

@@ -4,7 +4,8 @@ its command. The draft lints clean, holds what the hand-written profile holds (p
 per-device environment its CDI edits give, the optional behaviours its devices and pods show),
 and the driver suite's cases that read those facts pass with it. The full verdict against the
 hand-written profile (examples/*.yaml) is compared by test_same_verdict_as_hand_written, which
-runs the whole suite twice per driver (minutes): set DRAKIT_PROFILE_INIT_VERDICT=1."""
+runs the whole suite twice per driver (minutes): set DRAKIT_PROFILE_INIT_VERDICT=1; it covers the
+public example driver too where its program was built."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import pytest
 import yaml
 
 from drakit.clusters.local import build
+from drakit.clusters.local.driverbuild import cache_dir
 from drakit.clusters.local.pytest_fixture import kubelet_skip_reason, skip_or_fail
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,9 +28,14 @@ SUITE = ROOT / "conformance" / "suites" / "driver"
 TEST_DRIVER_COMMAND = ("{drakitBin}/dra-test-driver --kubeconfig {kubeconfig} --http-endpoint 127.0.0.1:{metricsPort} "
                        "kubelet-plugin --node-name {node} --datadir {pluginsDir} --plugin-registration-path {registryDir} "
                        "--cdi-dir {cdiDir}")
+# kubernetes-sigs/dra-example-driver, built by the user from its repository (see examples/dra-example-driver.yaml)
+EXAMPLE_BIN = os.environ.get("DRA_EXAMPLE_DRIVER_BIN") or str(cache_dir() / "bin" / "dra-example-kubeletplugin")
+EXAMPLE_COMMAND = (f"{EXAMPLE_BIN} --node-name {{node}} --kubeconfig {{kubeconfig}} --cdi-root {{cdiDir}} "
+                   "--kubelet-registrar-directory-path {registryDir} --kubelet-plugins-directory-path {pluginsDir}")
 DRIVERS = {
     "fake": ("gpu.acme.example.com", [], ROOT / "fake_driver" / "profile.yaml"),
     "test-driver": ("test-driver.cdi.k8s.io", ["--plugin", TEST_DRIVER_COMMAND], ROOT / "examples" / "upstream-test-driver.yaml"),
+    "example-driver": ("gpu.example.com", ["--plugin", EXAMPLE_COMMAND], ROOT / "examples" / "dra-example-driver.yaml"),
 }
 
 
@@ -43,7 +50,7 @@ def _cluster() -> None:
 
 def _drakit(*args: str, cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "drakit.conformance.cli", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True, timeout=timeout, env={**os.environ, "DRA_EXAMPLE_DRIVER_BIN": EXAMPLE_BIN})
 
 
 def _init(tmp_path: Path, which: str, more: str = "") -> dict[str, Any]:
@@ -82,6 +89,10 @@ def test_test_driver_draft_holds_what_the_hand_written_profile_says(tmp_path: Pa
                     reason="the whole driver suite twice per driver (minutes): set DRAKIT_PROFILE_INIT_VERDICT=1")
 @pytest.mark.parametrize("which", sorted(DRIVERS))
 def test_same_verdict_as_hand_written(tmp_path: Path, which: str) -> None:
+    if which == "example-driver" and not os.access(EXAMPLE_BIN, os.X_OK):
+        pytest.skip(f"dra-example-kubeletplugin is not built: build ./cmd/dra-example-kubeletplugin of "
+                    f"github.com/kubernetes-sigs/dra-example-driver with the go command and put it at {EXAMPLE_BIN} "
+                    f"(or name it in $DRA_EXAMPLE_DRIVER_BIN)")
     _init(tmp_path, which)
     drafted = _run(tmp_path, tmp_path / f"{which}.yaml", "drafted")
     written = _run(tmp_path, DRIVERS[which][2], "written")

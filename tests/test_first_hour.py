@@ -64,3 +64,20 @@ def test_failures_recap_keeps_a_long_messages_end() -> None:
     recap = render_summary(results, color=False).split("\nfailures:\n", 1)[1]
     line = next(ln for ln in recap.splitlines() if case["id"] in ln)
     assert line.endswith("THE EXPLANATION AT THE END") and "characters left out" in line, line
+
+
+def test_a_claim_made_from_a_template_named_directly_says_how_to_name_it(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+    case = (ROOT / "docs" / "tutorial" / "from-template.case.yaml").read_text()
+    wrong = case.replace("allocated: {claim: {pod: worker-1, claim: gpu}", "allocated: {claim: gpu").replace(
+        "id: tutorial/from-template", "id: tutorial/wrong-name")
+    assert wrong != case
+    (tmp_path / "wrong.case.yaml").write_text(wrong)
+    res = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "run", str(tmp_path / "wrong.case.yaml"),
+                          "--out", str(tmp_path / "out"), "-q"], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 1, res.stdout[-2000:]
+    summary = json.loads((tmp_path / "out" / "results.json").read_text())["cases"][0]["failure"]["summary"]
+    assert summary == ("claim gpu (gpu) does not exist: pod worker-1's claim 'gpu' is made from ResourceClaimTemplate "
+                       "one-gpu under a generated name; name it through the pod: claim: {pod: worker-1, claim: gpu}"), summary

@@ -100,14 +100,7 @@ def _parser() -> argparse.ArgumentParser:
                       help="refuse case files larger than this, e.g. 4MiB (default: 1 MiB)")
 
     sub.add_parser("features", help="list the DRA features of Kubernetes 1.37 that drakit knows")
-    from drakit.clusters import cli as cluster_cli
-    from drakit.clusters.images import cli as image_cli
-    from drakit.clusters.nodeagent import cli as agent_cli
-    from drakit.fake_driver import cli as driver_cli
-    from .explain import cli as explain_cli
-    from .incluster import sonobuoy
-    from .nodecheck import cli as nodecheck_cli
-    for module in (cluster_cli, image_cli, driver_cli, nodecheck_cli, agent_cli, explain_cli, sonobuoy):
+    for module in _command_modules().values():
         module.add_parsers(sub)
     _describe(p)
     return p
@@ -153,6 +146,11 @@ def _dispatch(argv: Sequence[str] | None) -> int:
         return cmd_lint(args)
     if args.command == "features":
         return cmd_features()
+    return _command_modules()[args.command].run(args)  # type: ignore[no-any-return]
+
+
+def _command_modules() -> dict[str, Any]:
+    """The subcommands that live in modules of their own: name -> module (add_parsers, run)."""
     from drakit.clusters import cli as cluster_cli
     from drakit.clusters.images import cli as image_cli
     from drakit.clusters.nodeagent import cli as agent_cli
@@ -160,10 +158,9 @@ def _dispatch(argv: Sequence[str] | None) -> int:
     from .explain import cli as explain_cli
     from .incluster import sonobuoy
     from .nodecheck import cli as nodecheck_cli
-    handlers = {"cluster": cluster_cli.run, "image": image_cli.run, "driver": driver_cli.run,
-                "node-check": nodecheck_cli.run, "node-agent": agent_cli.run, "explain": explain_cli.run,
-                "sonobuoy-plugin": sonobuoy.run}
-    return handlers[args.command](args)
+    from .profileinit import cli as profile_cli
+    return {"cluster": cluster_cli, "image": image_cli, "driver": driver_cli, "node-check": nodecheck_cli,
+            "node-agent": agent_cli, "explain": explain_cli, "sonobuoy-plugin": sonobuoy, "profile": profile_cli}
 
 
 def _workers(args: argparse.Namespace) -> str:
@@ -340,8 +337,8 @@ def _run(args: argparse.Namespace) -> int:
     if code == pytest.ExitCode.USAGE_ERROR and not INTERRUPTS.interrupted:
         return EXIT_USAGE
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
-        print("drakit: no cases matched" + (f" -k {args.keyword!r}" if args.keyword else "")
-              + (f" -m {args.markexpr!r}" if args.markexpr else ""), file=sys.stderr)
+        from .nomatch import no_cases_line
+        print(no_cases_line(args, paths), file=sys.stderr)
     from .results import written_folder
     out = written_folder(out)  # another folder when --out could not take them at the end (said)
     results_path = out / "results.json"

@@ -66,9 +66,11 @@ def cmd_lint(args: argparse.Namespace) -> int:
     n_cases, n_errors, skipped = 0, 0, {NEEDS_FAKE_DRIVER: 0, "not-applicable": 0}
     vocabulary = frozenset(load_profile())
     ids = CaseIds()
+    every = []
     for f in files:
         loaded = ids.admit(load_file(f, vendor.placeholders(), vocabulary=vocabulary, max_bytes=max_bytes))
         n_cases += len(loaded.cases)
+        every += loaded.cases
         for case in loaded.cases:
             unmet = vendor_unmet(case, vendor)
             if unmet:
@@ -80,4 +82,8 @@ def cmd_lint(args: argparse.Namespace) -> int:
     if args.vendor and any(skipped.values()):
         print(f"with this profile: {skipped[NEEDS_FAKE_DRIVER]} cases need drakit's fake driver and "
               f"{skipped['not-applicable']} use placeholders it does not define (both are skipped)")
+    if args.vendor:
+        from .lintdriver import driver_lines
+        for line in driver_lines(every, vendor):
+            print(line)
     return EXIT_USAGE if n_errors else EXIT_OK

@@ -16,7 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = ("conformance", "fake_hw", "fake_driver", "clusters", "reports")
 PURE_CORE = ("drakit.conformance.model", "drakit.conformance.cel", "drakit.conformance.allocator", "drakit.conformance.validation",
              "drakit.conformance.spec", "drakit.fake_hw")
-PURE_CORE_MODULES = ("drakit.conformance.attributes", "drakit.conformance.quantity", "drakit.conformance.semver")
+PURE_CORE_MODULES = ("drakit.conformance.attributes", "drakit.conformance.quantity", "drakit.conformance.semver",
+                     "drakit.conformance.profileinit.infer", "drakit.conformance.profileinit.envgen",
+                     "drakit.conformance.profileinit.render")
 
 
 def run_mypy() -> subprocess.CompletedProcess[str]:

@@ -51,8 +51,21 @@ def _claim(s: Session, ref: Any) -> dict[str, Any]:
     name = claim_name(s, ref)
     c = s.get("ResourceClaim", name)
     if c is None:
-        raise ExpectationFailed(f"claim {_describe(ref)} ({name}) does not exist")
+        raise ExpectationFailed(f"claim {_describe(ref)} ({name}) does not exist" + (missing_claim_hint(s, name) if isinstance(ref, str) else ""))
     return c
+
+
+def missing_claim_hint(s: Session, name: str) -> str:
+    """How to name a claim made from a ResourceClaimTemplate, when a claim named directly does not
+    exist: through its pod's resourceClaims entry (the claim's own name is generated)."""
+    for pod in s.list("Pod") if hasattr(s, "list") else ():
+        for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
+            if entry.get("resourceClaimTemplateName") and entry.get("name") == name:
+                return (f": pod {pod['metadata']['name']}'s claim {name!r} is made from ResourceClaimTemplate "
+                        f"{entry['resourceClaimTemplateName']} under a generated name; name it through the pod: "
+                        f"claim: {{pod: {pod['metadata']['name']}, claim: {name}}}")
+    return ("; a claim made from a ResourceClaimTemplate has a generated name: name it through its pod, "
+            "claim: {pod: POD, claim: ENTRY} (ENTRY: the pod's spec.resourceClaims name)")
 
 
 def _results(s: Session, ref: Any) -> list[dict[str, Any]]:
@@ -96,7 +109,7 @@ def check_object(s: Session, body: dict[str, Any]) -> None:
             raise ExpectationFailed(f"{kind} {name} still exists", expected="absent", actual=obj.get("metadata"))
         return
     if obj is None:
-        raise ExpectationFailed(f"{kind} {name} does not exist")
+        raise ExpectationFailed(f"{kind} {name} does not exist" + (missing_claim_hint(s, name) if kind == "ResourceClaim" and body.get("name") else ""))
     problems = mismatches(body.get("match") or {}, obj, body.get("lists", "subset"))
     if problems:
         raise ExpectationFailed(f"{kind} {name}: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""),

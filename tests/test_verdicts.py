@@ -314,7 +314,7 @@ def test_a_wrong_value_fails_at_once_and_a_missing_variable_is_waited_for() -> N
         {"request": "dev", "driver": GPU, "pool": "n1", "device": "gpu0"}]}}}}
     s = Session({("ResourceClaim", "c"): claim, ("Pod", "p"): pod("p", "n1")})
     s.vendor = SimpleNamespace(under_test=SimpleNamespace(  # type: ignore[attr-defined]
-        driver=GPU, container_env=(("DRAKIT_{DEVICE}_DEVICE", "{device}"),), cpuset_env=None))
+        driver=GPU, container_env=(("DRAKIT_{DEVICE}_DEVICE", "{device}"),), cpuset_env=None, container_devices=()))
     for got, final in (({"DRAKIT_GPU0_DEVICE": "wrong-gpu0"}, True), ({}, False)):
         s.container_env = lambda pod, container, got=got: got  # type: ignore[attr-defined]
         with pytest.raises(ExpectationFailed) as err:

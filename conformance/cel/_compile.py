@@ -15,6 +15,7 @@ from ._cost import API_VALUE_BOUND, estimate_cost, non_iterable_range
 from ._device import EncodedDevice
 from ._errors import (COST_LIMIT_TEXT, NOT_ITERABLE_TEXT, CelCompileError, CelRuntimeError, compile_error_text,
                       runtime_error_text, strip_status)
+from ._decl import raise_pending
 from ._functions import declarations
 from ._nul import engine_value
 from ._proto import VALUE_POOL
@@ -148,7 +149,9 @@ class Selector:
         try:
             value = self._program.eval(activation)
         except RuntimeError as err:
+            raise_pending()
             raise _engine_exception(str(err)) from None
+        raise_pending()
         result = value.value()
         kind = value.type()
         if type(result) is not bool and kind == _T.ERROR:

@@ -22,7 +22,8 @@ from ._proto import CHECKED_EXPR_URL, CheckedExpr
 __all__ = [
     "DomainMapUse", "decode", "encode", "rewrite_domain_maps", "literal_arguments", "homogeneous_literal_issues",
     "format_issue", "format_type", "walk", "is_bind",
-    "DOMAIN_MAPS", "HIDDEN_FIELDS", "DOMAIN_LOOKUP_FUNCTION",
+    "DOMAIN_MAPS", "HIDDEN_FIELDS", "DOMAIN_LOOKUP_FUNCTION", "rename_calls", "regex_constants",
+    "MATCHES_FUNCTION",
 ]
 
 DEVICE = "device"
@@ -31,6 +32,9 @@ DOMAIN_MAPS = ("attributes", "capacity")
 HIDDEN_FIELDS = {"attributes": "@attributes", "capacity": "@capacity"}
 #: Replaces ``_[_]`` when a domain map is indexed with a computed key.
 DOMAIN_LOOKUP_FUNCTION = "@drakit.domain"
+#: ``matches`` runs on :mod:`goregex` (Go's regexp), not on the engine's own RE2: the calls are
+#: pointed at this function of ``_functions`` once compiled
+MATCHES_FUNCTION = "@drakit.matches"
 
 _LOOKUP_CALLS = ("_[_]", "_[?_]")
 
@@ -216,6 +220,23 @@ def rewrite_domain_maps(checked: Any) -> DomainMapUse:
     return rewriter.use
 
 
+def rename_calls(checked: Any, function: str, to: str) -> None:
+    """Point every call of ``function`` (member or global form) at the global ``to``, in place."""
+    for expr, _ in walk(checked.expr):
+        if expr.WhichOneof("expr_kind") != "call_expr" or expr.call_expr.function != function:
+            continue
+        call = expr.call_expr
+        if call.HasField("target"):
+            args = [type(call.target)()] + [type(a)() for a in call.args]
+            args[0].CopyFrom(call.target)
+            for copy, arg in zip(args[1:], call.args):
+                copy.CopyFrom(arg)
+            call.ClearField("target")
+            del call.args[:]
+            call.args.extend(args)
+        call.function = to  # the reference map (kept as unknown fields) still names matches' overloads
+
+
 # -- literal validators --------------------------------------------------------------------
 
 
@@ -265,6 +286,22 @@ def literal_arguments(checked: Any) -> list[tuple[str, str, int]]:
             literal = _const_string(call.args[0])
             if literal is not None:
                 found.append((str(call.function), literal, int(call.args[0].id)))
+    return found
+
+
+_REGEX_CALLS = ("find", "findAll")
+
+
+def regex_constants(checked: Any) -> list[str]:
+    """The literal patterns of ``find``/``findAll`` calls, which upstream compiles when it makes
+    the program (the regex optimisations of Kubernetes' regex library)."""
+    found = []
+    for expr, _ in walk(checked.expr):
+        if expr.WhichOneof("expr_kind") == "call_expr" and expr.call_expr.function in _REGEX_CALLS \
+                and expr.call_expr.HasField("target") and expr.call_expr.args:
+            literal = _const_string(expr.call_expr.args[0])
+            if literal is not None:
+                found.append(literal)
     return found
 
 

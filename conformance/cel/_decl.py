@@ -65,7 +65,7 @@ def function(name: str, impl: Callable[..., Any], sigs: Iterable[Sig], member: b
         wraps = sig.result == T.DYN or sig.result == LIST or sig.result == MAP
         extra = {} if kinds in bound else {"impl": _passing_interrupts(nul_safe(name, impl, wraps, CelFunctionError))}
         bound.add(kinds)
-        overload_id = f"drakit_{name.replace('.', '_')}_{sig.suffix}"
+        overload_id = f"drakit_{name.replace('.', '_').lstrip('@')}_{sig.suffix}"
         overloads.append(cel.Overload(overload_id, sig.result, list(sig.params), is_member=member, **extra))
     return cel.FunctionDecl(name, overloads)
 

@@ -13,6 +13,7 @@ VALID = [
     r"^gpu-[0-9]+$", r"(?i)NVIDIA", r"\d{1,3}", r"(?P<n>a)", r"(?<n>a)", r"\pL+", r"\p{Greek}+", r"[[:alpha:]]+",
     r"\Qa.b\E", r"a{1000}", r"a\z", r"(?s)a.b", r"\pl+", r"\p{Letter}+", r"(a+)+$", r"a*", r"\B", r"x*?",
     r"(?m)^b$", r"\x{263a}", r"[^\x00-\x7F]+", r"(?U)a+", r"\bgpu\b",
+    "(?:" + "a" * 3300 + "){1000}",  # 3.3 million instructions: within Go's limit
 ]
 
 #: patterns the API server refuses, with Go's error
@@ -49,6 +50,7 @@ REFUSED = {
     r"[[:foo:]]": "invalid character class range: `[:foo:]`",
     r"(?P<n>a)(?P<n": "invalid named capture: `(?P<n`",
     "(" * 1001 + ")" * 1001: "expression nests too deeply: `" + "(" * 1001 + ")" * 1001 + "`",
+    "(?:" + "a" * 3400 + "){1000}": "expression too large: `(?:" + "a" * 3400 + "){1000}`",
 }
 
 #: (pattern, text, MatchString, FindString, FindAllString(-1)) as Go gives them

@@ -8,18 +8,21 @@ of its own; matching is linear in the text, with no backreferences and no lookar
 :func:`compile` gives a :class:`GoRegexp` or raises :class:`GoRegexpError` whose text is Go's
 ``regexp.Compile`` error word for word (``error parsing regexp: invalid escape sequence:
 `\\1```). The syntax is checked in two parts: the ``google-re2`` binding (RE2 itself: Go's
-parser is a port of it, and most errors are the same with other words), and :func:`_scan`,
-which walks the pattern as Go's parser does for what Go refuses and RE2 does not (``\\C``, named
+parser is a port of it, and most errors are the same with other words), and ``_scan``, which
+walks the pattern as Go's parser does for what Go refuses and RE2 does not (``\\C``, named
 captures such as ``(?<=``, repeat counts past 10⁸, Unicode class names Go does not know,
-nesting deeper than 1,000, a program over Go's size limit), or spells otherwise (``\\pl``,
-``\\p{Letter}``, ``\\p{Assigned}``: rewritten for RE2).
+nesting deeper than 1,000, a program over Go's size limit), reports in another order, or spells
+otherwise (``\\pl``, ``\\p{Letter}``, ``\\p{Assigned}``: rewritten for RE2). Of the errors Go
+would meet, the first in the pattern is given, as Go's parser stops there.
 
 Matching follows Go: leftmost-first, ``$`` only at the end of the text, ``findAll`` skips an
 empty match right after a match. Text is matched as UTF-8 (a lone surrogate, which the API
 server's JSON decoding would have replaced, counts as U+FFFD).
 
 Approximate: Unicode tables are RE2's (Go 1.26 has Unicode 15.0.0), so a code point assigned
-in a later version may fall in a class here and not in Go. Not supported (an evaluation error,
+in a later version may fall in a class here and not in Go; the nesting depth is estimated from
+the groups (Go counts its parse tree: patterns nested close to 1,000 deep may differ). Not
+supported (an evaluation error,
 :class:`GoRegexpUnsupported`): a pattern RE2 cannot compile in :data:`MAX_MEMORY` that Go
 accepts, and inside a class the negation of a Unicode class RE2 spells as several
 (``[^a\\P{LC}]``).

@@ -14,6 +14,7 @@ __all__ = ["Scan", "scan"]
 
 _MAX_REPEAT = 1000
 _MAX_HEIGHT = 1000
+_MAX_SIZE = (128 << 20) // 40  # instructions
 
 @dataclass
 class Scan:
@@ -168,6 +169,8 @@ class _Frame:
     items: int = 0       # items since the group or the last '|' began
     all_items: int = 0
     branches: int = 1
+    size: int = 0        # Go's program size of the branch so far (regexp/syntax calcSize)
+    done: int = 0        # ... of the branches before it
 
 
 _FLAGS = re.compile(r"\(\?[imsU-]*([:)])")
@@ -179,23 +182,28 @@ def scan(s: str) -> Scan:
     spans: list[tuple[int, int]] = []   # for each piece of out: the pattern's span it came from
     frames = [_Frame(False)]
     last = 0            # height of the last item (what a repetition applies to)
+    last_size = 0       # and its size
     last_repeat = -1    # where the repetition operator just before began (-1: the last token was none)
     i = 0
 
-    def item(h: int) -> None:
-        nonlocal last
+    def item(h: int, size: int = 1) -> None:
+        nonlocal last, last_size
         top = frames[-1]
         top.items += 1
         top.all_items += 1
-        last = h
+        last, last_size = h, size
         top.height = max(top.height, h)
+        top.size += size
+        if top.done + top.size > _MAX_SIZE:
+            scan.fail(i, "expression too large", s)
 
     def copy(j: int) -> None:
         out.append(s[i:j])
         spans.append((i, j))
 
-    def repeat(op_end: int) -> int:
-        """Go's checks of a repetition operator s[i:op_end] (a '?' after it makes it non-greedy)."""
+    def repeat(op_end: int, lo: int, hi: int) -> int:
+        """Go's checks of a repetition operator s[i:op_end] (a '?' after it makes it non-greedy),
+        ``{lo,hi}`` (``hi`` -1: no upper bound)."""
         nonlocal last, last_repeat
         after = op_end + 1 if op_end < len(s) and s[op_end] == "?" else op_end
         if last_repeat >= 0:
@@ -203,7 +211,9 @@ def scan(s: str) -> Scan:
         elif frames[-1].items == 0:
             scan.fail(i, "missing argument to repetition operator", s[i:after])
         else:
-            item(last + 1)
+            sub = last_size
+            frames[-1].size -= sub
+            item(last + 1, max(1, (2 + sub if lo == 0 else 1 + lo * sub) if hi < 0 else hi * sub + hi - lo))
             frames[-1].items -= 1
             frames[-1].all_items -= 1
         last_repeat = i
@@ -233,14 +243,16 @@ def scan(s: str) -> Scan:
             f = frames.pop()
             # Go flattens a group without capture into its parent's concatenation or alternation
             h = max(f.height + (1 if f.all_items > 1 or f.branches > 1 else 0) + 1 if f.capture else f.height, 1)
-            item(h)
+            item(h, max(1, f.done + f.size + f.branches - 1 + (2 if f.capture else 0)))
             if h > _MAX_HEIGHT:
                 scan.fail(i, "expression nests too deeply", s)
         elif c == ")" and scan.unbalanced < 0:
             scan.unbalanced = i
         elif c == "|":
-            frames[-1].branches += 1
-            frames[-1].items = 0
+            top = frames[-1]
+            top.branches += 1
+            top.items = 0
+            top.done, top.size = top.done + top.size + 1, 0
         elif c == "[":
             j = _class_end(s, i, scan, out, spans)
             item(1)
@@ -248,7 +260,7 @@ def scan(s: str) -> Scan:
             continue
         elif c in "*+?":
             last_repeat = was_repeat
-            j = repeat(i + 1)
+            j = repeat(i + 1, 1 if c == "+" else 0, 1 if c == "?" else -1)
             copy(j)
             i = j
             continue
@@ -257,7 +269,7 @@ def scan(s: str) -> Scan:
             if lo < 0 or lo > _MAX_REPEAT or hi > _MAX_REPEAT or 0 <= hi < lo:
                 scan.fail(i, "invalid repeat count", s[i:j])
             last_repeat = was_repeat
-            j = repeat(j)
+            j = repeat(j, lo, hi)
             copy(j)
             i = j
             continue
@@ -267,7 +279,7 @@ def scan(s: str) -> Scan:
                 close = s.find("\\E", i + 2)
                 j = len(s) if close < 0 else close + 2
                 if j > i + 2 + (0 if close < 0 else 2):
-                    item(1)
+                    item(1, j - i - 2 - (0 if close < 0 else 2))
                 copy(j)
                 i = j
                 continue

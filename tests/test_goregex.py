@@ -94,3 +94,20 @@ def test_a_container_env_pattern_is_go_s_and_whole() -> None:
     rx = EnvPattern("[0-9]+(-[0-9]+)?{claim}").regex({"claim": "a.b"})
     assert rx.fullmatch("0-3a.b") and not rx.fullmatch("0-3axb") and not rx.fullmatch("x0-3a.b")
     assert EnvPattern("(a+)+$").regex({}).fullmatch("a" * 5000 + "!") is False
+
+
+@pytest.mark.parametrize(("shape", "when"), [
+    ("matches({p}, 'x')", "compile"),          # the validator checks the global form's first argument
+    ("matches('x', {p})", "program"),          # OptOptimize compiles matches' constant pattern
+    ("'x'.find(dyn({p})) == ''", "program"),   # after folding a conversion of a constant
+    ("'x'.findAll(string(dyn({p}))) == []", "program"),
+])
+def test_constant_patterns_in_other_forms_are_refused_where_upstream_refuses_them(shape: str, when: str) -> None:
+    issue = check_new_expression(shape.format(p=cel_string(r"(a)\1")))
+    assert issue is not None
+    if when == "compile":
+        assert issue.type == "FieldValueInvalid" and "invalid matches argument" in issue.detail
+    else:
+        assert issue == AdmissionIssue("InternalError", "program instantiation failed: error parsing regexp: invalid "
+                                                        "escape sequence: `\\1`")
+    assert check_new_expression(shape.format(p=cel_string("a+"))) is None or "string(" in shape

@@ -289,19 +289,37 @@ def literal_arguments(checked: Any) -> list[tuple[str, str, int]]:
     return found
 
 
-_REGEX_CALLS = ("find", "findAll")
+def _folded_string(expr: Any) -> str | None:
+    """The string ``expr`` is once upstream folds constants (``OptOptimize`` folds a type
+    conversion of a constant: ``string('x')``, ``dyn('x')``), or None."""
+    literal = _const_string(expr)
+    if literal is not None or expr.WhichOneof("expr_kind") != "call_expr":
+        return literal
+    call = expr.call_expr
+    if call.function in ("string", "dyn") and not call.HasField("target") and len(call.args) == 1:
+        return _folded_string(call.args[0])
+    return None
 
 
 def regex_constants(checked: Any) -> list[str]:
-    """The literal patterns of ``find``/``findAll`` calls, which upstream compiles when it makes
-    the program (the regex optimisations of Kubernetes' regex library)."""
-    found = []
-    for expr, _ in walk(checked.expr):
-        if expr.WhichOneof("expr_kind") == "call_expr" and expr.call_expr.function in _REGEX_CALLS \
-                and expr.call_expr.HasField("target") and expr.call_expr.args:
-            literal = _const_string(expr.call_expr.args[0])
-            if literal is not None:
-                found.append(literal)
+    """The constant patterns of ``matches``, ``find`` and ``findAll`` in the order upstream meets
+    them when it makes the program (children first), where Kubernetes' environment (cel-go's
+    ``OptOptimize`` and the regex library) compiles them."""
+    found: list[str] = []
+
+    def visit(expr: Any) -> None:
+        for child in _children(expr):
+            visit(child)
+        if expr.WhichOneof("expr_kind") != "call_expr":
+            return
+        call = expr.call_expr
+        args = ([call.target] if call.HasField("target") else []) + list(call.args)
+        if call.function in ("matches", "find", "findAll") and len(args) >= 2:
+            pattern = _folded_string(args[1])
+            if pattern is not None:
+                found.append(pattern)
+
+    visit(checked.expr)
     return found
 
 

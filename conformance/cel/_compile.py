@@ -30,8 +30,8 @@ MAX_EXPRESSION_LENGTH = 10 * 1024
 MAX_COST = 1_000_000
 CACHE_SIZE = 1024
 #: The engine's own, fixed guard (about 10,000 comprehension iterations per evaluation).
-#: the start of the error of a pattern upstream compiles when it makes the program (a literal
-#: pattern of ``find``/``findAll``): the API server's "Internal error"
+#: the start of the error of a pattern upstream compiles when it makes the program (a constant
+#: pattern of ``matches``, ``find``, ``findAll``): the API server's "Internal error"
 PROGRAM_FAILED = "program instantiation failed: "
 ENGINE_BUDGET_TEXT = ("CEL engine limit: more than 10000 comprehension iterations in one evaluation "
                       "(a fixed limit of cel-expr-python; Kubernetes only stops at its cost limit)")

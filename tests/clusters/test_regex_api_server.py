@@ -121,3 +121,27 @@ def test_the_api_server_matches_as_the_reference_does(local_cluster: Any) -> Non
     finally:
         for kind in ("ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicy"):
             kube.resource("admissionregistration.k8s.io/v1", kind).delete(name=PROBE)
+
+
+def test_constant_patterns_in_other_forms_are_checked_where_upstream_checks_them(local_cluster: Any) -> None:
+    """cel-go's validator checks the first argument of ``matches`` when compiling: the pattern of
+    ``text.matches(p)``, the text of ``matches(text, p)``. Kubernetes' environment also compiles
+    every constant pattern of ``matches``/``find``/``findAll`` when it makes the program
+    (``OptOptimize``), after folding a type conversion of a constant (``dyn('...')``)."""
+    from tests.regex_table import cel_string
+    kube = _kube(local_cluster)
+    gates = {**DEFAULT_GATES, **dict(local_cluster.gates.get("kube-apiserver") or {})}
+    forms = {"pattern first": "matches({p}, 'x')", "pattern second": "matches('x', {p})",
+             "converted": "'x'.find(dyn({p})) == ''", "converted twice": "'x'.findAll(dyn(dyn({p}))) == []"}
+    outcomes = {}
+    for i, (pattern, (form, shape)) in enumerate([(p, f) for p in (r"(a)\1", r"\C", r"a+") for f in forms.items()]):
+        cls = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": f"regex-form-{i}"},
+               "spec": {"selectors": [{"cel": {"expression": shape.format(p=cel_string(pattern))}}]}}
+        ok, message = _sent(kube, cls)
+        ours = admit(cls, gates=gates)
+        assert (ok, message) == (ours.accepted, ours.message), (pattern, form, message)
+        outcomes[(pattern, form)] = "accepted" if ok else "program" if "program instantiation failed" in message \
+            else "compile" if "invalid matches argument" in message else message
+    assert outcomes == {**{(p, f): "program" for p in (r"(a)\1", r"\C") for f in forms},
+                        **{(p, "pattern first"): "compile" for p in (r"(a)\1", r"\C")},
+                        **{("a+", f): "accepted" for f in forms}}, outcomes

@@ -414,7 +414,7 @@ class CaseItem(pytest.Item):
             with time_budget(seconds, how):
                 outcome = run_case(self.case, session)
         except CaseOverBudget as exc:  # ran over while the runner was reporting a failure
-            outcome = Outcome("error", [], {"summary": str(exc), "detail": "", "yaml": None, "expected": None,
+            outcome = Outcome("error", [], {"summary": f"timeout: {exc}", "detail": "", "yaml": None, "expected": None,
                                             "actual": None, "diff": None, "diagnostics": None})
         except KeyboardInterrupt:  # SIGINT/SIGTERM: remove the case's objects, then stop the run
             self._stop_interrupted(session)

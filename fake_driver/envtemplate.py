@@ -4,7 +4,8 @@ A key or value is text with ``{name}`` placeholders, each optionally followed by
 ``{device|trimprefix:gpu-|upper}``. ``{{`` and ``}}`` are literal braces. A value may instead be
 ``{pattern: <regular expression>}``: the variable must be there and its whole value match (after
 the expression's own placeholders are filled in, regex-escaped), for values that depend on what
-the driver chose (a cpuset, a memory size).
+the driver chose (a cpuset, a memory size). The expression is Go's regexp syntax (RE2: linear
+time, no backreferences or lookaround), compiled by ``conformance.goregex`` as CEL's are.
 
 Placeholders (per device of the driver allocated to the claim):
 
@@ -26,6 +27,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Callable, Mapping
+
+from drakit.conformance import goregex
 
 PLACEHOLDERS = ("claim", "claimUID", "namespace", "request", "device", "pool", "node", "driver",
                 "claimId", "requestId", "deviceId", "DEVICE")
@@ -81,8 +84,8 @@ class EnvPattern:
 
     pattern: str
 
-    def regex(self, values: Mapping[str, str]) -> re.Pattern[str]:
-        return re.compile(render(self.pattern, values, re.escape))
+    def regex(self, values: Mapping[str, str]) -> goregex.GoRegexp:
+        return goregex.compile(render(self.pattern, values, goregex.quote_meta))
 
 
 def check(template: str | EnvPattern) -> str | None:
@@ -93,7 +96,7 @@ def check(template: str | EnvPattern) -> str | None:
             template.regex(sample)
         else:
             render(template, sample)
-    except re.error as exc:
+    except goregex.GoRegexpError as exc:
         return f"not a regular expression: {exc}"
     except ValueError as exc:
         return str(exc)

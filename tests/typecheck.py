@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = ("conformance", "fake_hw", "fake_driver", "clusters", "reports")
 PURE_CORE = ("drakit.conformance.model", "drakit.conformance.cel", "drakit.conformance.allocator", "drakit.conformance.validation",
-             "drakit.conformance.spec", "drakit.fake_hw")
+             "drakit.conformance.spec", "drakit.conformance.goregex", "drakit.fake_hw")
 PURE_CORE_MODULES = ("drakit.conformance.attributes", "drakit.conformance.quantity", "drakit.conformance.semver",
                      "drakit.conformance.profileinit.infer", "drakit.conformance.profileinit.envgen",
                      "drakit.conformance.profileinit.render")

@@ -10,6 +10,12 @@ case's own ``advance`` and ``within`` times. A case may set its own (``timeBudge
 The budget is enforced with ``SIGALRM`` in the main thread (where pytest, and each xdist worker,
 runs the cases): :class:`CaseOverBudget` is raised wherever the case is, and the runner turns
 it into the case's error at the step it reached. Elsewhere (a thread) no budget applies.
+
+Code the case calls may swallow the exception: a library that turns every exception of a
+callback into its own error (the CEL engine turns it into an evaluation error), or a broad
+``except``. So once over, the alarm fires again every :data:`REPEAT` seconds until the runner
+stands down (:func:`stand_down`), and the runner also asks :func:`expired` after each step: a
+step that spins on in Python past its budget ends there, whatever it is doing.
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ from ..spec.case import Case
 BASE = {"reference": 30.0, "cluster": 120.0}
 PER_STEP = {"reference": 0.05, "cluster": 15.0}
 HOW_TO_RAISE = "raise it with 'timeBudget:' in the case or 'drakit run --case-timeout'"
+REPEAT = 0.5   # seconds between alarms once the budget is over (an exception swallowed is raised again)
+GRACE = 10.0   # seconds the runner has, once over, to record the failure and collect diagnostics
 
 
 class CaseOverBudget(BaseException):
@@ -53,24 +61,62 @@ def _seconds(value: float) -> str:
     return f"{value:g} s" if value < 120 else f"{value:,.0f} s"
 
 
+class _Armed:
+    __slots__ = ("message", "over")
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        self.over = False
+
+
+_armed: _Armed | None = None  # the budget of the case running in this (main) thread
+
+
 @contextlib.contextmanager
 def time_budget(seconds: float, how: str) -> Iterator[None]:
-    """Raise :class:`CaseOverBudget` in this (main) thread once *seconds* have passed."""
-    if seconds <= 0 or threading.current_thread() is not threading.main_thread():
+    """Raise :class:`CaseOverBudget` in this (main) thread once *seconds* have passed, and
+    again every :data:`REPEAT` seconds until :func:`stand_down` or the end of the block."""
+    global _armed
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
+    if seconds <= 0:  # the loader and the options refuse it: never a case without a budget
+        raise ValueError(f"a time budget must be more than 0 s, not {seconds!r}")
+    armed = _Armed(f"the case ran over its time budget of {_seconds(seconds)} ({how}); {HOW_TO_RAISE}")
 
     def over(signum: int, frame: Any) -> None:
-        raise CaseOverBudget(f"timeout: the case ran over its time budget of {_seconds(seconds)} ({how}); "
-                             f"{HOW_TO_RAISE}")
+        armed.over = True
+        raise CaseOverBudget(armed.message)
 
     previous = signal.signal(signal.SIGALRM, over)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    outer, _armed = _armed, armed
+    signal.setitimer(signal.ITIMER_REAL, seconds, REPEAT)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        _armed = outer
+
+
+def expired() -> str | None:
+    """The budget's message if the running case is over its budget (None: it is not, or no
+    budget applies in this thread)."""
+    armed = _armed
+    return armed.message if armed is not None and armed.over and \
+        threading.current_thread() is threading.main_thread() else None
+
+
+def stand_down() -> None:
+    """The case stopped over its budget: the alarms pause for :data:`GRACE` seconds, the time
+    the runner has to record the failure (they come again if that hangs too)."""
+    if _armed is not None and threading.current_thread() is threading.main_thread():
+        signal.setitimer(signal.ITIMER_REAL, GRACE, REPEAT)
+
+
+def over_budget_text(message: str, step_number: int, line: int) -> str:
+    """The failure summary of a case stopped over its budget in step *step_number*."""
+    return f"timeout: timeBudget exceeded in step {step_number} (line {line}): {message}"
 
 
 def seconds_option(text: str) -> float:

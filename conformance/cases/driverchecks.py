@@ -26,6 +26,7 @@ from collections import Counter
 from typing import Any, Callable
 
 from ..backends.base import HarnessError, Session
+from ..goregex import GoRegexp
 from .checks import ExpectationFailed, _claim
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -149,11 +150,11 @@ def expected_env(dut: Any, claim: dict[str, Any], request: str | None, node: str
 def _env_matches(want: Any, got: str | None) -> bool:
     if got is None:
         return False
-    return bool(want.fullmatch(got)) if isinstance(want, re.Pattern) else got == want
+    return want.fullmatch(got) if isinstance(want, GoRegexp) else got == want
 
 
 def _shown(want: dict[str, Any]) -> dict[str, str]:
-    return {k: f"/{v.pattern}/" if isinstance(v, re.Pattern) else v for k, v in want.items()}
+    return {k: f"/{v.pattern}/" if isinstance(v, GoRegexp) else v for k, v in want.items()}
 
 
 def check_container_env(s: Session, body: dict[str, Any]) -> None:

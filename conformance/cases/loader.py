@@ -255,7 +255,7 @@ def _load_case(doc: Any, file: str, start: int, end: int, source: tuple[str, ...
         nodes=nodes, install_classes=bool(hw.get("classes", True)), steps=steps, file=file, line=start,
         end_line=end, source=source, needs=derive_needs(doc, start), unresolved=unresolved,
         behaviour=doc.get("behaviour"), inventory=_inventory(doc, file, start),
-        time_budget=_duration(doc, ("timeBudget",), file, start) if "timeBudget" in doc else None,
+        time_budget=_time_budget(doc, file, start) if "timeBudget" in doc else None,
         scheduler_gates=scheduler_gates,
     )
 
@@ -406,6 +406,15 @@ def _duration(doc: Any, path: tuple[object, ...], file: str, start: int) -> floa
         raise LoadError(file, line_of(doc, path) or start, f"{_cut(text)} is over the limit of "
                         f"{MAX_STEP_SECONDS // 3600}h for one step", format_path(path))
     return int(digits) * scale if unit != "ms" else int(digits) / 1000
+
+
+def _time_budget(doc: Any, file: str, start: int) -> float:
+    """The case's ``timeBudget`` in seconds: more than 0 (a budget of nothing would be no budget)."""
+    seconds = _duration(doc, ("timeBudget",), file, start)
+    if seconds <= 0:
+        raise LoadError(file, line_of(doc, ("timeBudget",)) or start, f"{doc['timeBudget']} is not a time budget: it "
+                        "must be more than 0 (e.g. 90s, 5m; at most 24h)", "timeBudget")
+    return seconds
 
 
 def _cut(text: str, limit: int = 60) -> str:

@@ -18,7 +18,7 @@ from .nodechecks import NODE_CHECKS
 
 CHECKS = {**_CASE_CHECKS, **NODE_CHECKS, **DRIVER_CHECKS}
 from ..spec.case import Case, Step
-from .budget import CaseOverBudget
+from .budget import CaseOverBudget, expired, over_budget_text, stand_down
 from .placeholders import substitute_runtime
 
 DEFAULT_WITHIN = 60.0
@@ -46,6 +46,10 @@ class Outcome:
     diagnostics: dict[str, Any] | None = None
 
 
+class _NoExplanation(Exception):
+    pass
+
+
 @dataclass
 class _Failure(Exception):
     line: int
@@ -71,7 +75,18 @@ def run_case(case: Case, session: Session, *, clock: Callable[[], float] = time.
     for step, rec in zip(case.steps, records):
         t0 = clock()
         try:
-            _run_step(step, session, clock, sleep)
+            try:
+                _run_step(step, session, clock, sleep)
+            except Exception:
+                # The alarm may have come and been swallowed on the way (the CEL engine turns it
+                # into an evaluation error, which fails an expectation): the budget is the cause.
+                over = expired()
+                if over is not None:
+                    raise CaseOverBudget(over) from None
+                raise
+            over = expired()
+            if over is not None:  # the alarm came, and something in the step swallowed it
+                raise CaseOverBudget(over)
             rec.status = "passed"
         except _Failure as f:
             rec.status = f.status
@@ -81,10 +96,13 @@ def run_case(case: Case, session: Session, *, clock: Callable[[], float] = time.
             rec.status = "error"
             rec.duration = clock() - t0
             return _failed(case, session, records, _Failure(step.line, f"harness: {exc}", status="error"))
-        except CaseOverBudget as exc:  # the case stops at this step: an error naming the budget
+        except CaseOverBudget as exc:  # the case stops at this step: an error naming the budget and the step
+            stand_down()
             rec.status = "error"
             rec.duration = clock() - t0
-            return _failed(case, session, records, _Failure(step.line, str(exc), status="error"))
+            # no explanation: it would schedule again what just ran out of time
+            return _failed(case, session, records, _Failure(
+                step.line, over_budget_text(str(exc), step.index + 1, step.line), status="error"), explain=False)
         except Exception as exc:  # a bug in drakit: report it with the trace, never lose the result
             rec.status = "error"
             rec.duration = clock() - t0
@@ -95,25 +113,36 @@ def run_case(case: Case, session: Session, *, clock: Callable[[], float] = time.
     return Outcome("passed", records)
 
 
-def _failed(case: Case, session: Session, records: list[StepRecord], f: _Failure) -> Outcome:
+def _failed(case: Case, session: Session, records: list[StepRecord], f: _Failure, explain: bool = True) -> Outcome:
     try:
         diag = session.diagnostics()
     except Exception as exc:  # diagnostics must never hide the failure itself
         diag = {"error": f"collecting diagnostics failed: {exc}"}
+    except CaseOverBudget:  # the case ran over its budget, and collecting them over its grace
+        diag = {"error": "collecting diagnostics ran over the case's time budget"}
     detail = f.detail
     explained: list[dict[str, Any]] = []
     try:  # why pods still wait for a node (drakit explain), on a copy of what the session reads
         from ..explain.failures import explain_failure
+        if not explain:
+            raise _NoExplanation
         explained, why = explain_failure(session)
         if explained:
             diag = {**(diag or {}), "explain": explained}
             detail = (detail + "\n\n" if detail else "") + "why pods wait for a node (drakit explain):\n" + why
             f = _with_cel_error(f, why)
+    except _NoExplanation:
+        pass
     except Exception as exc:  # an explanation must never hide the failure itself
         diag = {**(diag or {}), "explain": {"error": f"explaining failed: {type(exc).__name__}: {exc}"}}
-    if f.check:  # what the cluster, the kubelet and the driver said about it
+    except CaseOverBudget:  # over the budget while explaining an ordinary failure
+        diag = {**(diag or {}), "explain": {"error": "explaining ran over the case's time budget"}}
+    if f.check and explain:  # what the cluster, the kubelet and the driver said about it (not after a budget stop)
         from .causes import cause
-        said = cause(session, f.check, f.body, explained)
+        try:
+            said = cause(session, f.check, f.body, explained)
+        except CaseOverBudget:
+            said = None
         if said and said not in f.summary:
             import dataclasses
             f = dataclasses.replace(f, summary=f"{f.summary}: {said}")

@@ -51,8 +51,12 @@ Approximate
     * ``isInteger()``/``asInteger()`` answer from the numeric value; upstream answers from its
       internal representation (``quantity("1000m").isInteger()`` is false upstream).
     * Inside Python functions uints arrive as ints: ``[1u, 2u].sum()`` is an int (it still
-      compares equal to ``3u``); ``find``/``findAll`` run Python's ``re`` in ASCII mode after RE2
-      has validated the pattern.
+      compares equal to ``3u``).
+    * ``matches``, ``find`` and ``findAll`` run :mod:`conformance.goregex` (Go's regexp on RE2,
+      linear time); its notes say what is approximate (Unicode tables' version). A literal
+      pattern Go refuses fails ``matches`` at compile time (cel-go's validator) and ``find`` or
+      ``findAll`` with ``program instantiation failed: ...`` (upstream compiles it when it makes
+      the program; the API server calls that an internal error).
     * ``sum``, ``min``, ``max`` and ``sort`` are declared on ``list(dyn)`` (the engine allows no
       overlapping overloads), so ``["a"].sum()`` is a runtime ``no such overload`` instead of a
       compile error, and their results are typed ``dyn``.

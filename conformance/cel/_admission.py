@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _ast
-from ._compile import MAX_COST, MAX_EXPRESSION_LENGTH, compile_selector, compile_value_expression
+from ._compile import (MAX_COST, MAX_EXPRESSION_LENGTH, PROGRAM_FAILED, compile_selector, compile_unchecked_program,
+                       compile_value_expression)
 from ._errors import CelCompileError
 
 _NUMERIC = ("int", "uint", "double")
@@ -40,7 +41,7 @@ _LOGIC = ("_&&_", "_||_")
 @dataclass(frozen=True, slots=True)
 class AdmissionIssue:
     """``type`` is a field.Error type (``FieldValueInvalid``, ``FieldValueForbidden``,
-    ``FieldValueTooLong``); ``detail`` its detail."""
+    ``FieldValueTooLong``, ``InternalError``); ``detail`` its detail."""
 
     type: str
     detail: str
@@ -185,10 +186,17 @@ def check_new_expression(expression: str, *, consumable_capacity: bool = True, l
     a derived attribute's value expression), else the issue."""
     if len(expression.encode("utf-8")) > MAX_EXPRESSION_LENGTH:
         return AdmissionIssue("FieldValueTooLong", "")
+    program_failed = None
     try:
         selector = compile_value_expression(expression) if derived else compile_selector(expression)
     except CelCompileError as err:
         text = str(err)
+        if text.startswith(PROGRAM_FAILED):
+            # upstream makes the program after type checking: its errors come first
+            program_failed, selector = text, compile_unchecked_program(expression, want_bool=not derived)
+    else:
+        text = ""
+    if text and program_failed is None:
         if text.startswith("must evaluate to bool"):
             return AdmissionIssue("FieldValueInvalid", text)
         text = text.split("\n(two-variable", 1)[0].split("\n(ordering across", 1)[0]
@@ -205,6 +213,8 @@ def check_new_expression(expression: str, *, consumable_capacity: bool = True, l
         return AdmissionIssue("FieldValueInvalid", "compilation failed: " + _ast.format_issue(checked, expression, node_id, message))
     if not derived and _concrete(root) and root != "bool":
         return AdmissionIssue("FieldValueInvalid", f"must evaluate to bool or the unknown type, not {root}")
+    if program_failed is not None:  # the API server's field.InternalError
+        return AdmissionIssue("InternalError", program_failed)
     if selector.static_cost > MAX_COST:
         return AdmissionIssue("FieldValueForbidden", "too complex, exceeds cost limit")
     return None

@@ -22,7 +22,8 @@ from ._proto import CHECKED_EXPR_URL, CheckedExpr
 __all__ = [
     "DomainMapUse", "decode", "encode", "rewrite_domain_maps", "literal_arguments", "homogeneous_literal_issues",
     "format_issue", "format_type", "walk", "is_bind",
-    "DOMAIN_MAPS", "HIDDEN_FIELDS", "DOMAIN_LOOKUP_FUNCTION",
+    "DOMAIN_MAPS", "HIDDEN_FIELDS", "DOMAIN_LOOKUP_FUNCTION", "rename_calls", "regex_constants",
+    "MATCHES_FUNCTION",
 ]
 
 DEVICE = "device"
@@ -31,6 +32,9 @@ DOMAIN_MAPS = ("attributes", "capacity")
 HIDDEN_FIELDS = {"attributes": "@attributes", "capacity": "@capacity"}
 #: Replaces ``_[_]`` when a domain map is indexed with a computed key.
 DOMAIN_LOOKUP_FUNCTION = "@drakit.domain"
+#: ``matches`` runs on :mod:`goregex` (Go's regexp), not on the engine's own RE2: the calls are
+#: pointed at this function of ``_functions`` once compiled
+MATCHES_FUNCTION = "@drakit.matches"
 
 _LOOKUP_CALLS = ("_[_]", "_[?_]")
 
@@ -216,6 +220,23 @@ def rewrite_domain_maps(checked: Any) -> DomainMapUse:
     return rewriter.use
 
 
+def rename_calls(checked: Any, function: str, to: str) -> None:
+    """Point every call of ``function`` (member or global form) at the global ``to``, in place."""
+    for expr, _ in walk(checked.expr):
+        if expr.WhichOneof("expr_kind") != "call_expr" or expr.call_expr.function != function:
+            continue
+        call = expr.call_expr
+        if call.HasField("target"):
+            args = [type(call.target)()] + [type(a)() for a in call.args]
+            args[0].CopyFrom(call.target)
+            for copy, arg in zip(args[1:], call.args):
+                copy.CopyFrom(arg)
+            call.ClearField("target")
+            del call.args[:]
+            call.args.extend(args)
+        call.function = to  # the reference map (kept as unknown fields) still names matches' overloads
+
+
 # -- literal validators --------------------------------------------------------------------
 
 
@@ -265,6 +286,40 @@ def literal_arguments(checked: Any) -> list[tuple[str, str, int]]:
             literal = _const_string(call.args[0])
             if literal is not None:
                 found.append((str(call.function), literal, int(call.args[0].id)))
+    return found
+
+
+def _folded_string(expr: Any) -> str | None:
+    """The string ``expr`` is once upstream folds constants (``OptOptimize`` folds a type
+    conversion of a constant: ``string('x')``, ``dyn('x')``), or None."""
+    literal = _const_string(expr)
+    if literal is not None or expr.WhichOneof("expr_kind") != "call_expr":
+        return literal
+    call = expr.call_expr
+    if call.function in ("string", "dyn") and not call.HasField("target") and len(call.args) == 1:
+        return _folded_string(call.args[0])
+    return None
+
+
+def regex_constants(checked: Any) -> list[str]:
+    """The constant patterns of ``matches``, ``find`` and ``findAll`` in the order upstream meets
+    them when it makes the program (children first), where Kubernetes' environment (cel-go's
+    ``OptOptimize`` and the regex library) compiles them."""
+    found: list[str] = []
+
+    def visit(expr: Any) -> None:
+        for child in _children(expr):
+            visit(child)
+        if expr.WhichOneof("expr_kind") != "call_expr":
+            return
+        call = expr.call_expr
+        args = ([call.target] if call.HasField("target") else []) + list(call.args)
+        if call.function in ("matches", "find", "findAll") and len(args) >= 2:
+            pattern = _folded_string(args[1])
+            if pattern is not None:
+                found.append(pattern)
+
+    visit(checked.expr)
     return found
 
 

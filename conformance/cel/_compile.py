@@ -10,24 +10,29 @@ from typing import Any
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional
 
+from .. import goregex
 from . import _ast, _reads
 from ._cost import API_VALUE_BOUND, estimate_cost, non_iterable_range
 from ._device import EncodedDevice
 from ._errors import (COST_LIMIT_TEXT, NOT_ITERABLE_TEXT, CelCompileError, CelRuntimeError, compile_error_text,
                       runtime_error_text, strip_status)
+from ._decl import raise_pending
 from ._functions import declarations
 from ._nul import engine_value
 from ._proto import VALUE_POOL
 
 __all__ = [
     "MAX_EXPRESSION_LENGTH", "MAX_COST", "CACHE_SIZE", "ENGINE_BUDGET_TEXT", "CelUnsupportedError", "Selector",
-    "compile_selector", "validate_expression",
+    "compile_selector", "validate_expression", "compile_unchecked_program", "PROGRAM_FAILED",
 ]
 
 MAX_EXPRESSION_LENGTH = 10 * 1024
 MAX_COST = 1_000_000
 CACHE_SIZE = 1024
 #: The engine's own, fixed guard (about 10,000 comprehension iterations per evaluation).
+#: the start of the error of a pattern upstream compiles when it makes the program (a constant
+#: pattern of ``matches``, ``find``, ``findAll``): the API server's "Internal error"
+PROGRAM_FAILED = "program instantiation failed: "
 ENGINE_BUDGET_TEXT = ("CEL engine limit: more than 10000 comprehension iterations in one evaluation "
                       "(a fixed limit of cel-expr-python; Kubernetes only stops at its cost limit)")
 
@@ -148,7 +153,9 @@ class Selector:
         try:
             value = self._program.eval(activation)
         except RuntimeError as err:
+            raise_pending()
             raise _engine_exception(str(err)) from None
+        raise_pending()
         result = value.value()
         kind = value.type()
         if type(result) is not bool and kind == _T.ERROR:
@@ -244,10 +251,12 @@ def _whole_message(engine: _Engine, expression: str, raw: str) -> str:
     return raw
 
 
-def _validate_checked(engine: _Engine, expression: str, checked: Any, *, want_bool: bool = True) -> None:
+def _validate_checked(engine: _Engine, expression: str, checked: Any, *, want_bool: bool = True,
+                      program_checks: bool = True) -> None:
     issues = [(node_id, message) for node_id, message in _ast.homogeneous_literal_issues(checked)]
     for function, literal, node_id in _ast.literal_arguments(checked):
-        if engine.literal_error(function, literal) is not None:
+        bad = goregex.check(literal) if function == "matches" else engine.literal_error(function, literal)
+        if bad is not None:
             issues.append((node_id, f"invalid {function} argument"))
     if issues:
         lines = [_ast.format_issue(checked, expression, node_id, message) for node_id, message in issues]
@@ -256,9 +265,14 @@ def _validate_checked(engine: _Engine, expression: str, checked: Any, *, want_bo
     if want_bool and root_type is not None and root_type.WhichOneof("type_kind") not in ("dyn", None) \
             and _ast.format_type(root_type) != "bool":
         raise CelCompileError(f"must evaluate to bool or the unknown type, not {_ast.format_type(root_type)}")
+    if program_checks:
+        for literal in _ast.regex_constants(checked):
+            bad = goregex.check(literal)
+            if bad is not None:  # upstream compiles them when it makes the program
+                raise CelCompileError(PROGRAM_FAILED + bad)
 
 
-def _compile(expression: str, *, want_bool: bool = True) -> Selector:
+def _compile(expression: str, *, want_bool: bool = True, program_checks: bool = True) -> Selector:
     size = len(expression.encode("utf-8"))
     if size > MAX_EXPRESSION_LENGTH:
         raise CelCompileError(f"expression too long: {size} bytes, limit {MAX_EXPRESSION_LENGTH}")
@@ -268,7 +282,8 @@ def _compile(expression: str, *, want_bool: bool = True) -> Selector:
     except RuntimeError as err:
         raise _compile_failure(expression, _whole_message(engine, expression, str(err))) from None
     wrapper, checked = _ast.decode(program.serialize())
-    _validate_checked(engine, expression, checked, want_bool=want_bool)
+    _validate_checked(engine, expression, checked, want_bool=want_bool, program_checks=program_checks)
+    _ast.rename_calls(checked, "matches", _ast.MATCHES_FUNCTION)
     use = _ast.rewrite_domain_maps(checked)
     rewritten = engine.env.deserialize(_ast.encode(wrapper, checked))
     return Selector(expression, rewritten, checked, use)
@@ -317,6 +332,12 @@ def compile_value_expression(expression: str) -> Selector:
     if isinstance(outcome, CelCompileError):
         raise type(outcome)(str(outcome))
     return outcome
+
+
+def compile_unchecked_program(expression: str, *, want_bool: bool = True) -> Selector:
+    """Compile without the checks upstream makes with the program (``find`` literals): for
+    admission, which reports the type checker's issues first. Not cached."""
+    return _compile(expression, want_bool=want_bool, program_checks=False)
 
 
 def compile_selector(expression: str) -> Selector:

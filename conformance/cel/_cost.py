@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from ._ast import DOMAIN_LOOKUP_FUNCTION, HIDDEN_FIELDS, is_bind, walk
+from ._ast import DOMAIN_LOOKUP_FUNCTION, HIDDEN_FIELDS, MATCHES_FUNCTION, is_bind, walk
 from ._proto import QuantityMessage, SemverMessage
 
 __all__ = ["estimate_cost", "non_iterable_range", "value_size", "API_VALUE_BOUND"]
@@ -315,7 +315,7 @@ _CALL_RULES: dict[str, Callable[[_Estimator, int, list[_Est]], _Est]] = {
     "_==_": _compare, "_!=_": _compare, "_<_": _compare, "_<=_": _compare, "_>_": _compare, "_>=_": _compare,
     "@in": _in, "_+_": _plus,
     "contains": _contains, "startsWith": _scan_target(keep_size=False), "endsWith": _scan_target(keep_size=False),
-    "matches": _matches, "find": _find, "findAll": _find_all,
+    "matches": _matches, MATCHES_FUNCTION: _matches, "find": _find, "findAll": _find_all,
     "isSorted": _traverse, "sum": _traverse, "min": _traverse, "max": _traverse, "indexOf": _traverse,
     "lastIndexOf": _traverse, "includes": _traverse,
     "lowerAscii": _scan_target(), "upperAscii": _scan_target(), "substring": _scan_target(), "trim": _scan_target(),

@@ -13,6 +13,7 @@ Two engine rules shape every declaration:
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Iterable, NamedTuple
 
 from cel_expr_python import cel
@@ -21,7 +22,7 @@ from ._nul import nul_safe
 from ._proto import QUANTITY_TYPE, SEMVER_TYPE
 
 __all__ = ["T", "Q", "S", "LIST", "MAP", "SCALARS", "ORDERED", "NO_SUCH_OVERLOAD", "Sig", "CelFunctionError",
-           "function", "tname", "guard"]
+           "function", "tname", "guard", "raise_pending"]
 
 T = cel.Type
 Q = T(QUANTITY_TYPE)
@@ -62,11 +63,37 @@ def function(name: str, impl: Callable[..., Any], sigs: Iterable[Sig], member: b
         kinds = tuple(_kind(p) for p in sig.params)
         # results holding a NUL reach the engine whole, or as an error (see _nul)
         wraps = sig.result == T.DYN or sig.result == LIST or sig.result == MAP
-        extra = {} if kinds in bound else {"impl": nul_safe(name, impl, wraps, CelFunctionError)}
+        extra = {} if kinds in bound else {"impl": _passing_interrupts(nul_safe(name, impl, wraps, CelFunctionError))}
         bound.add(kinds)
-        overload_id = f"drakit_{name.replace('.', '_')}_{sig.suffix}"
+        overload_id = f"drakit_{name.replace('.', '_').lstrip('@')}_{sig.suffix}"
         overloads.append(cel.Overload(overload_id, sig.result, list(sig.params), is_member=member, **extra))
     return cel.FunctionDecl(name, overloads)
+
+
+# The engine turns whatever a callback raises into an evaluation error, a KeyboardInterrupt or a
+# case's time budget (BaseExceptions) included; the one a callback raised in this thread waits
+# here, to be raised again once the engine returns (:func:`raise_pending`).
+_pending = threading.local()
+
+
+def _passing_interrupts(impl: Callable[..., Any]) -> Callable[..., Any]:
+    def run(*args: Any) -> Any:
+        try:
+            return impl(*args)
+        except Exception:
+            raise
+        except BaseException as exc:  # not the engine's to turn into an error value
+            _pending.exc = exc
+            raise
+    return run
+
+
+def raise_pending() -> None:
+    """Raise again the interrupt a callback raised during the last evaluation in this thread."""
+    exc = getattr(_pending, "exc", None)
+    if exc is not None:
+        _pending.exc = None
+        raise exc
 
 
 def tname(t: Any) -> str:

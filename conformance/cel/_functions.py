@@ -8,16 +8,17 @@ engine imposes on declarations.
 
 from __future__ import annotations
 
-import re
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Callable
 
 from cel_expr_python import cel
 
+from .. import goregex
 from ..quantity import MAX_INT64, MIN_INT64, Quantity
 from ..semver import Semver
 from . import _strings as strings
+from ._ast import MATCHES_FUNCTION
 from ._decl import LIST, NO_SUCH_OVERLOAD, CelFunctionError, Q, S, Sig, T, function, guard
 from ._lists import MAX_INCLUDES_LIST, lists_declarations
 from ._values import is_quantity, is_semver, quantity_message, quantity_value, semver_message, semver_value
@@ -169,24 +170,32 @@ def _semver_decls() -> list[cel.FunctionDecl]:
 # -- strings extension and regex ----------------------------------------------------------
 
 
-@lru_cache(maxsize=256)
-def _regex(pattern: str) -> re.Pattern[str]:
+
+
+def _regex(pattern: str, prefix: str = "") -> goregex.GoRegexp:
+    """The pattern as Go compiles it; a refused one is the runtime error upstream gives."""
     try:
-        return re.compile(pattern, re.ASCII)
-    except re.error as err:
-        raise CelFunctionError(f"error parsing regexp: {err}") from None
+        return goregex.compile(pattern)
+    except goregex.GoRegexpError as err:
+        raise CelFunctionError(f"{prefix}{err}") from None
+    except goregex.GoRegexpUnsupported as err:
+        raise CelFunctionError(str(err)) from None
+
+
+def _matches(text: str, pattern: str) -> bool:
+    """``matches``, which the compiler points here (see ``_ast.MATCHES_FUNCTION``): the engine's
+    own RE2 is not Go's (it takes ``\\C`` and names Unicode classes otherwise)."""
+    return _regex(pattern).match(text)
 
 
 def _find(text: str, pattern: str) -> str:
-    match = _regex(pattern).search(text)
-    return match.group(0) if match else ""
+    return _regex(pattern, "Illegal regex: ").find(text)
 
 
 def _find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
     if limit == 0:
         return []
-    found = [m.group(0) for m in _regex(pattern).finditer(text)]
-    return found if limit < 0 else found[:limit]
+    return _regex(pattern, "Illegal regex: ").find_all(text, limit)
 
 
 def _strings_decls() -> list[cel.FunctionDecl]:
@@ -202,6 +211,7 @@ def _strings_decls() -> list[cel.FunctionDecl]:
         ("join", strings.join, [Sig("list", s, (T.List(s),)), Sig("list_string", s, (T.List(s), s))], True),
         ("format", strings.format_string, [Sig("list", s, (s, LIST))], True),
         ("strings.quote", strings.quote, [Sig("string", s, (s,))], False),
+        (MATCHES_FUNCTION, _matches, [Sig("string_string", T.BOOL, (s, s))], False),
         ("find", _find, [Sig("string", s, (s, s))], True),
         ("findAll", _find_all, [Sig("string", T.List(s), (s, s)), Sig("string_int", T.List(s), (s, s, i))], True),
     ]

@@ -9,7 +9,7 @@ from typing import Any, Mapping
 from ..cel import check_new_expression
 from .common import (Errs, as_dict, as_list, device_class_name, driver_name, dv_fully_qualified_name, semantic_equal, set_, slice_,
                      toleration)
-from .errs import child, forbidden, index, invalid, not_supported, required, too_long, too_many
+from .errs import child, forbidden, index, internal, invalid, not_supported, required, too_long, too_many
 from .meta import validate_object_meta, validate_object_meta_update, validate_object_meta_with_errors, validate_template_meta
 from .names import blen
 from .common import dns_label
@@ -46,6 +46,8 @@ def cel_expression(expr: Any, path: str, opts: Opts, derived: bool = False) -> E
         return [forbidden(path, issue.detail)]
     if issue.type == "FieldValueTooLong":
         return [too_long(path, 10 * 1024)]
+    if issue.type == "InternalError":  # a pattern upstream compiles when it makes the program
+        return [internal(path, issue.detail)]
     if not expr.strip() and issue.type == "FieldValueInvalid":
         return [required(path, "expression is empty")] if False else [invalid(path, expr, issue.detail)]
     return [invalid(path, expr, issue.detail)]

@@ -63,7 +63,7 @@ def test_a_case_over_its_budget_is_an_error_and_the_run_goes_on(tmp_path: Path, 
     over = status["hostile/many-pods"]
     assert over["status"] == "error", over["status"]
     import re
-    assert re.fullmatch(rf"timeout: the case ran over its time budget of {named}; raise it with 'timeBudget:' in the "
+    assert re.fullmatch(rf"timeout: timeBudget exceeded in step [0-9]+ \(line [0-9]+\): the case ran over its time budget of {named}; raise it with 'timeBudget:' in the "
                         r"case or 'drakit run --case-timeout'", over["failure"]["summary"]), over["failure"]["summary"]
     assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr
     assert took < 60, f"{took:.0f} s"

@@ -430,7 +430,8 @@ def template_problem(arg: str, known: tuple[str, ...] = PLUGIN_PLACEHOLDERS) -> 
 @functools.lru_cache(maxsize=1)
 def _validator() -> jsonschema.Draft202012Validator:
     schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
-    return jsonschema.Draft202012Validator(schema)
+    from drakit.conformance.schemas import validator
+    return validator(schema)  # type: ignore[no-any-return]
 
 
 def _schema_problem(data: Any) -> tuple[tuple[object, ...], str] | None:

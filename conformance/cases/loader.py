@@ -72,7 +72,8 @@ def format_size(n: int) -> str:
 @functools.lru_cache(maxsize=1)
 def _validator() -> jsonschema.Draft202012Validator:
     schema = json.loads(SCHEMA_PATH.read_text())
-    return jsonschema.Draft202012Validator(schema)
+    from drakit.conformance.schemas import validator
+    return validator(schema)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)

@@ -134,7 +134,9 @@ def render_summary(results: Mapping[str, Any], *, color: bool, matrix: bool = Tr
         lines += ["", "failures:"]
         for case in broken[:MAX_FAILURES]:
             label = _paint(_LABEL[case["status"]], case["status"], color)
-            lines.append(f"  {label} {case['id']} [{case['backend']}]: {shorten_middle(first_line(case['failure']['summary']), MAX_LINE)}")
+            # the summary's first line whole, then its middle left out (first_line alone would cut its end)
+            summary = first_line(case['failure']['summary'], limit=len(case['failure']['summary']) + 1)
+            lines.append(f"  {label} {case['id']} [{case['backend']}]: {shorten_middle(summary, MAX_LINE)}")
             if case.get("rerun"):
                 lines.append(f"    rerun: {case['rerun']}")
         if len(broken) > MAX_FAILURES:

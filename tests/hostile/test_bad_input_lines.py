@@ -38,3 +38,26 @@ def test_node_check_out_naming_a_file_is_one_line_before_anything_runs(tmp_path:
                                   f"for node-check.json and node-check.txt")
     assert err.out == "", "nothing was checked"
     assert taken.read_text() == "keep me\n"
+
+
+@pytest.mark.parametrize("check", ["dns_label", "dns_subdomain", "label_value", "shape", "node", "pool"])
+def test_a_name_with_a_trailing_newline_is_refused_by_every_name_check(check: str) -> None:
+    """Python's ``$`` matches before a final newline: ``re.match(r"^[a-z]+$", "a\\n")`` is a match.
+    Each anchored name check of an input reader refused ``name`` and accepted ``name\\n``."""
+    from drakit.conformance.errors import FieldError
+    from drakit.conformance.model import reader
+    from drakit.fake_hw import inventory, shapes
+    calls = {"dns_label": lambda v: reader.check_dns_label((), v),
+             "dns_subdomain": lambda v: reader.check_dns_subdomain((), v),
+             "label_value": lambda v: reader.check_label_value((), v),
+             "shape": lambda v: shapes._DNS_LABEL.match(v) or _refuse(),
+             "node": lambda v: inventory._DNS_SUBDOMAIN.match(v) or _refuse(),
+             "pool": lambda v: __import__("drakit.conformance.cases.driverchecks", fromlist=["_POOL"])._POOL.match(v)
+             or _refuse()}
+    calls[check]("abc")
+    with pytest.raises((FieldError, ValueError)):
+        calls[check]("abc\n")
+
+
+def _refuse() -> None:
+    raise ValueError("refused")

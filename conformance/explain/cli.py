@@ -103,7 +103,8 @@ def _read_state(args: argparse.Namespace, warnings: list[str]) -> tuple[dict[str
         raise StateError(f"--feature-gates: {exc}") from None
     if args.state:
         path = Path(args.state)
-        return {**DEFAULT_GATES, **state_gates(path), **stated}, read_objects(path)
+        objects = read_objects(path)  # checked first: the gates are read from a state whose types are right
+        return {**DEFAULT_GATES, **state_gates(path), **stated}, objects
     from ..backends.base import HarnessError
     from ..backends.gatemetrics import observed_gates
     from ..backends.kubeapi import KubeApi, first_line

@@ -12,6 +12,7 @@ from typing import Any, Sequence
 from .crash import CRASH_DIR_ENV, EXIT_BUG, last_resort
 from .lintcli import case_paths as _paths, cmd_lint
 from .vendorcheck import plugin_problem
+from .workers import max_workers as max_workers, workers_for as _workers  # max_workers: part of this module's interface
 
 SUITES = Path(__file__).with_name("suites")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -163,8 +164,13 @@ def _dispatch(argv: Sequence[str] | None) -> int:
     return handlers[args.command](args)
 
 
-def _out_folder(out: Path) -> bool:
-    """Create the output folder before anything runs; False (and the one line) when it cannot be."""
+REPORT_FILES = ("results.json", "junit.xml", "report.html")
+
+
+def _out_folder(out: Path, files: Sequence[str] = REPORT_FILES) -> bool:
+    """Create the output folder before anything runs; False (and the one line) when it cannot be,
+    or when one of the *files* drakit writes there is a folder (it would be found only once the
+    run is over)."""
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = out / ".drakit-write-test"
@@ -173,41 +179,12 @@ def _out_folder(out: Path) -> bool:
     except OSError as exc:
         print(f"drakit: --out {out}: cannot write there: {exc.strerror or exc}", file=sys.stderr)
         return False
+    for name in files:
+        if (out / name).is_dir():
+            print(f"drakit: --out {out}: {name} there is a folder, where drakit writes a file: remove it or give "
+                  f"another --out", file=sys.stderr)
+            return False
     return True
-
-
-def _workers(args: argparse.Namespace) -> str:
-    """``-n auto`` on the reference backend alone runs serially: its cases take milliseconds,
-    and each worker's start (imports, CEL engine, caches built again) costs more than it saves
-    (the bundled suites on 2 cores: 7 CPU-seconds serial, 16 with two workers). A number given
-    is used as given up to :func:`max_workers`, said in one line when capped."""
-    workers = str(args.workers)
-    if workers in ("auto", "logical") and [b.strip() for b in args.backend.split(",") if b.strip()] == ["reference"]:
-        return "0"
-    cap, why = max_workers()
-    if workers.isdigit() and int(workers) > cap:
-        print(f"drakit run: -n {int(workers):,}: running {cap} workers, the most this machine can run ({why})",
-              file=sys.stderr)
-        return str(cap)
-    return workers
-
-
-def max_workers() -> tuple[int, str]:
-    """The most workers a run starts, and why: 4 per CPU core drakit may use (a worker on a
-    shared cluster mostly waits), and no more than 1 per 300 MiB of available memory (a
-    worker's interpreter with its caches)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    memory = None
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            memory = next(int(line.split()[1]) << 10 for line in f if line.startswith("MemAvailable:"))
-    except (OSError, StopIteration, ValueError):
-        pass
-    by_cores = 4 * cores
-    by_memory = max(1, memory // (300 << 20)) if memory is not None else by_cores
-    if by_memory < by_cores:
-        return by_memory, f"1 per 300 MiB of the {memory >> 20:,} MiB of memory available"
-    return by_cores, f"4 per CPU core, {cores} core{'s' if cores != 1 else ''}"
 
 
 def _lock_out(out: Path) -> Any:
@@ -468,7 +445,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     comparison = compare_results(old, new, allow_removed=args.allow_removed)
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     out = Path(args.out) if args.out else new_path.parent
-    if not _out_folder(out):
+    if not _out_folder(out, ("compare.html",)):
         return EXIT_USAGE
     target = out / "compare.html"
     target.write_text(render_compare_html(comparison), encoding="utf-8", newline="\n")

@@ -134,3 +134,32 @@ def test_an_explain_state_names_the_path_of_a_bad_status_field(tmp_path: Path,
     assert cli.main(["explain", "pod", f"{NS}/p", "--state", str(state)]) == 2
     assert capsys.readouterr().err == (f"drakit explain: {state}: ResourceSlice #{objects.index(slices) + 1} "
                                        f"({slices['metadata']['name']!r}): spec.devices[1]: must be an object, got string\n")
+
+
+CASE = Path(__file__).resolve().parents[2] / "conformance" / "suites" / "core" / "node-side.case.yaml"
+
+
+@pytest.mark.parametrize("name", ["results.json", "junit.xml", "report.html"])
+def test_a_folder_where_run_writes_a_file_is_one_line_before_the_run(tmp_path: Path, name: str) -> None:
+    """Issue 32: a folder named results.json in --out was found once the run was over (exit 3,
+    IsADirectoryError); report.html or junit.xml after the cases had run."""
+    import subprocess
+    import sys
+    out = tmp_path / "out"
+    (out / name).mkdir(parents=True)
+    got = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "run", str(CASE), "--out", str(out)],
+                         capture_output=True, text=True, timeout=120)
+    assert got.returncode == 2, got.stderr[-2000:]
+    assert _one_line(got.stderr) == (f"drakit: --out {out}: {name} there is a folder, where drakit writes a file: "
+                                     f"remove it or give another --out")
+    assert got.stdout == "" and sorted(p.name for p in out.iterdir()) == [name], "nothing ran"
+
+
+def test_report_and_compare_refuse_a_folder_where_they_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = Path(__file__).resolve().parents[1] / "fixtures" / "results" / "mixed.json"
+    for argv, name in ((["report", str(results)], "report.html"), (["report", "--compare", str(results), str(results)],
+                                                                  "compare.html")):
+        out = tmp_path / name.split(".")[0]
+        (out / name).mkdir(parents=True)
+        assert cli.main([*argv, "--out", str(out)]) == 2
+        assert _one_line(capsys.readouterr().err).startswith(f"drakit: --out {out}: {name} there is a folder")

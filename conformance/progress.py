@@ -168,15 +168,14 @@ class ProgressReporter:
         self._write(text + "\n")
 
     def _write(self, text: str) -> None:
-        """Write to the stream; one that cannot be written (stdout on a full disk) is given up,
-        the run goes on and its results are written (the CLI says so once it is over)."""
+        """Write to the stream; one that cannot be written (stdout on a full disk, a reader that
+        went away, a descriptor not open for writing) is given up, the run goes on and its
+        results are written (the CLI says so once it is over)."""
         if self.broken is not None:
             return
         try:
             self.stream.write(text)
             self.stream.flush()
-        except BrokenPipeError:
-            raise
         except OSError as exc:
             self.broken = exc
 

@@ -163,3 +163,64 @@ def test_report_and_compare_refuse_a_folder_where_they_write(tmp_path: Path, cap
         (out / name).mkdir(parents=True)
         assert cli.main([*argv, "--out", str(out)]) == 2
         assert _one_line(capsys.readouterr().err).startswith(f"drakit: --out {out}: {name} there is a folder")
+
+
+def _shell(command: str, tmp_path: Path, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    import os
+    import subprocess
+    import sys
+    return subprocess.run(["bash", "-c", command.format(drakit=f"{sys.executable} -m drakit.conformance.cli")],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={**os.environ, "DRAKIT_CRASH_DIR": str(tmp_path / "crashes"), **(env or {})})
+
+
+@pytest.mark.parametrize("redirect", [">&-", "2>&-", ">&- 2>&-", "1</dev/null"])
+def test_a_closed_console_does_not_decide_the_run(tmp_path: Path, redirect: str) -> None:
+    """Issue 32: ``drakit run >&-`` exited 3 ('NoneType' object has no attribute 'write'), and
+    ``2>&-`` too (pytest asserts ``sys.__stderr__``), each with a crash file. Now the run runs and
+    writes its three files; its exit code is its verdict (0 here), or 2 when stdout is open but
+    cannot be written (``1</dev/null``: not open for writing), said on stderr."""
+    from .inputs import VALID
+    (tmp_path / "v.case.yaml").write_text(VALID)
+    got = _shell(f"exec 3>rc; {{drakit}} run v.case.yaml --out out --plain {redirect}; echo $? >&3", tmp_path)
+    code = int((tmp_path / "rc").read_text())
+    assert code == (2 if redirect == "1</dev/null" else 0), got.stderr[-2000:]
+    assert not (tmp_path / "crashes").exists() and "drakit bug" not in got.stderr, got.stderr[-2000:]
+    assert {p.name for p in (tmp_path / "out").iterdir()} >= {"junit.xml", "report.html", "results.json"}
+    if redirect == "1</dev/null":
+        assert got.stderr.endswith("drakit: cannot write to standard output: Bad file descriptor\n"), got.stderr
+    code = _shell(f"exec 3>rc; {{drakit}} features {redirect}; echo $? >&3", tmp_path)
+    assert int((tmp_path / "rc").read_text()) == (2 if redirect == "1</dev/null" else 0)
+
+
+def test_a_reader_that_goes_away_mid_run_does_not_stop_the_run(tmp_path: Path) -> None:
+    """``drakit run -v | head -1``: the first line was read, the next write failed with EPIPE and
+    the run died there (a crash file, no results). Now the console is given up, the cases run on
+    and the three files are written; the exit code is the shell's for a reader gone (141)."""
+    suite = Path(__file__).resolve().parents[2] / "conformance" / "suites" / "core"
+    got = _shell(f"exec 3>rc; ({{drakit}} run {suite} -k exact-count --out out -v; echo $? >&3) | head -1", tmp_path)
+    assert int((tmp_path / "rc").read_text()) == 141, got.stderr[-2000:]
+    assert not (tmp_path / "crashes").exists() and got.stderr == "", got.stderr[-2000:]
+    import json
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert results["summary"]["total"] >= 2 and results["verdict"]["result"] != "incomplete", results["verdict"]
+
+
+def test_a_console_that_cannot_encode_a_character_shows_it_escaped(tmp_path: Path) -> None:
+    """``PYTHONIOENCODING=ascii:strict`` and a case file named ``café☃.case.yaml`` whose case
+    fails: a UnicodeEncodeError, exit 3. Now the characters are escaped on the console; the
+    files are UTF-8."""
+    from .inputs import VALID
+    name = "caf\u00e9\u2603.case.yaml"
+    (tmp_path / name).write_text(VALID.replace("title: ", "title: Caf\u00e9 ", 1).replace("notAllocated", "allocated"),
+                                 encoding="utf-8")
+    got = _shell(f"exec 3>rc; {{drakit}} run {name} --out out --plain -v; echo $? >&3", tmp_path,
+                 env={"PYTHONIOENCODING": "ascii:strict", "LC_ALL": "C"})
+    assert int((tmp_path / "rc").read_text()) == 1, got.stderr[-2000:]
+    assert not (tmp_path / "crashes").exists() and "drakit bug" not in got.stderr, got.stderr[-2000:]
+    assert "caf\\xe9\\u2603.case.yaml" in got.stdout, got.stdout[-3000:]
+    import json
+    results = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
+    assert results["cases"][0]["file"].endswith(name)
+    got = _shell(f"exec 3>rc; {{drakit}} lint {name}; echo $? >&3", tmp_path, env={"PYTHONIOENCODING": "ascii:strict"})
+    assert int((tmp_path / "rc").read_text()) in (0, 2) and "drakit bug" not in got.stderr, got.stderr

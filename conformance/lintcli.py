@@ -50,6 +50,13 @@ def cmd_lint(args: argparse.Namespace) -> int:
         print("vendor profile: 1 error")
         return EXIT_USAGE
     if args.vendor:
+        from .vendorcheck import program_problems
+        problems = program_problems(vendor)
+        for problem in problems:
+            print(f"{args.vendor}: {problem}")
+        if problems:
+            print(f"vendor profile: {len(problems)} error{'s' if len(problems) > 1 else ''}")
+            return EXIT_USAGE
         kind = "drakit's fake driver" if vendor.fake else "a vendor's own driver"
         print(f"{args.vendor}: vendor profile {vendor.name!r} is valid: {', '.join(vendor.driver_names)} ({kind})")
     # a path given is read whatever it is; in folders, every *.case.yaml that is not a folder

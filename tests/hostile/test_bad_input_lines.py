@@ -224,3 +224,45 @@ def test_a_console_that_cannot_encode_a_character_shows_it_escaped(tmp_path: Pat
     assert results["cases"][0]["file"].endswith(name)
     got = _shell(f"exec 3>rc; {{drakit}} lint {name}; echo $? >&3", tmp_path, env={"PYTHONIOENCODING": "ascii:strict"})
     assert int((tmp_path / "rc").read_text()) in (0, 2) and "drakit bug" not in got.stderr, got.stderr
+
+
+PROFILE_V2 = (Path(__file__).resolve().parents[2] / "examples" / "upstream-test-driver-v2.yaml").read_text()
+
+
+@pytest.mark.parametrize("program", ["missing", "folder", "not-executable", "command-missing", "command-folder",
+                                     "on-path-missing", "runnable"])
+def test_lint_says_when_the_plugin_program_cannot_run(tmp_path: Path, program: str,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 32: ``drakit lint --vendor`` called a profile valid whose plugin binary was missing
+    or a folder; the run found out once the cluster was up. The program is resolved as the run
+    resolves it (``binary`` relative to the profile's folder, or the first word of ``command``
+    with its placeholders filled in) and must be a regular file this user may execute."""
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "not-executable").write_text("#!/bin/sh\n")
+    (tmp_path / "runnable").write_text("#!/bin/sh\n")
+    (tmp_path / "runnable").chmod(0o755)
+    first = '"{drakitBin}/dra-test-driver"'
+    text = PROFILE_V2
+    if program.startswith("command-"):
+        text = text.replace(first, '"{profileDir}/' + program.removeprefix("command-") + '"')
+    elif program == "on-path-missing":
+        text = text.replace(first, '"no-such-dra-plugin-anywhere"')
+    else:
+        text = text.replace("  plugin:\n    command: [" + first, f"  plugin:\n    binary: ./{program}\n    command: [\"{{binary}}\"")
+    profile = tmp_path / "vendor.yaml"
+    profile.write_text(text)
+    case = Path(__file__).resolve().parents[2] / "conformance" / "suites" / "core" / "node-side.case.yaml"
+    code = cli.main(["lint", str(case), "--vendor", str(profile)])
+    out = capsys.readouterr().out
+    if program == "runnable":
+        assert code == 0 and "is valid" in out, out
+        return
+    expected = {
+        "missing": f"driverUnderTest.plugin.binary: ./missing ({tmp_path}/missing): no such program",
+        "folder": f"driverUnderTest.plugin.binary: ./folder ({tmp_path}/folder): is a folder, not a program",
+        "not-executable": f"driverUnderTest.plugin.binary: ./not-executable ({tmp_path}/not-executable): not executable (chmod +x)",
+        "command-missing": f"driverUnderTest.plugin.command[0]: {{profileDir}}/missing ({tmp_path}/missing): no such program",
+        "command-folder": f"driverUnderTest.plugin.command[0]: {{profileDir}}/folder ({tmp_path}/folder): is a folder, not a program",
+        "on-path-missing": "driverUnderTest.plugin.command[0]: no-such-dra-plugin-anywhere: no such program on PATH",
+    }[program]
+    assert code == 2 and out.splitlines() == [f"{profile}: {expected}", "vendor profile: 1 error"], out

@@ -2,6 +2,18 @@
 
 from __future__ import annotations
 
+import signal as _signal
+import sys as _sys
+
+# ``drakit run`` catches SIGINT/SIGTERM from its first instant: here, before any other import (the
+# interpreter's own start is the only moment left), a signal is only noted; main() hands it to
+# conformance.interrupt, and the run stops once its cases are collected, with its files written.
+_EARLY: list[int] = []
+if ((__name__ == "__main__" or _sys.argv[0].rsplit("/", 1)[-1] in ("drakit", "kubectl-drakit"))
+        and "run" in _sys.argv[1:] and _signal.getsignal(_signal.SIGTERM) is _signal.SIG_DFL):
+    for _sig in (_signal.SIGINT, _signal.SIGTERM):
+        _signal.signal(_sig, lambda signum, frame: _EARLY.append(signum))
+
 import argparse
 import json
 import os
@@ -129,6 +141,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .interrupt import INTERRUPTS
         INTERRUPTS.install()
         INTERRUPTS.hold()
+        if _EARLY:  # came while the modules were imported: recorded now, as if it came now
+            INTERRUPTS.arrived(_EARLY[0])
     try:
         return _dispatch(argv)
     except KeyboardInterrupt:  # Ctrl-C in a command without its own handling: one line, no traceback
@@ -281,8 +295,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.out_lock is None:
         return EXIT_USAGE
     results_path = out / "results.json"
-    if results_path.exists():
-        results_path.unlink()
+    from .results import write_unfinished
+    backends = [b.strip() for b in args.backend.split(",") if b.strip()]
+    started = write_unfinished(out, backends)["results.json"].stat().st_mtime_ns  # replaced at the run's end
     root = Path(os.path.commonpath([str(p.absolute()) for p in paths]))
     if not root.is_dir():  # a file, a FIFO, a link: its folder
         root = root.parent
@@ -343,7 +358,7 @@ def _run(args: argparse.Namespace) -> int:
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
         print("drakit: no cases matched" + (f" -k {args.keyword!r}" if args.keyword else "")
               + (f" -m {args.markexpr!r}" if args.markexpr else ""), file=sys.stderr)
-    if not results_path.exists():
+    if not results_path.exists() or results_path.stat().st_mtime_ns == started:
         print(f"drakit: the run did not write {results_path}", file=sys.stderr)
         return EXIT_USAGE
     results = json.loads(results_path.read_text())

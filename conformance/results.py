@@ -328,3 +328,40 @@ def write_results(results: dict[str, Any], out: Path) -> dict[str, Path]:
     files = {"results.json": path}
     files.update(render_all(results, out))
     return files
+
+
+def write_unfinished(out: Path, backends: list[str]) -> dict[str, Path]:
+    """The three files as a run starts, with verdict incomplete, case count 0 and the reason
+    ``unfinished``; the run's end replaces them. A run killed where it could not write (SIGKILL,
+    a power cut, a signal before drakit handles signals) thus never leaves nothing, nor an
+    earlier run's report standing for it (issue 32)."""
+    from drakit.reports import compute_summary, compute_verdict
+    import os
+    started = _now()
+    results: dict[str, Any] = {
+        "schemaVersion": SCHEMA_VERSION,
+        "run": {"id": "r-" + started.replace("-", "").replace(":", "")[:15].lower(), "startedAt": started,
+                "finishedAt": started, "wallSeconds": 0.0, "command": _command(), "kitVersion": _kit_version(),
+                "python": platform.python_version(), "pytest": pytest.__version__, "workers": 0},
+        "environment": {"backends": {b: {"kind": b, "kubernetesVersion": "unknown", "featureGates": {}} for b in backends},
+                        "hardwareProfile": None, "drivers": []},
+        "features": [f.to_json() for f in FEATURES],
+        "cases": [],
+    }
+    results["summary"] = compute_summary([])
+    results["verdict"] = compute_verdict([], [{
+        "code": "unfinished", "message": f"the run started at {started} (process {os.getpid()}) has not written its "
+                                         f"results: it is still running, or it ended before it could (killed, or stopped by an error "
+                                         f"said on its console)"}])
+    from drakit.reports.render import render_all
+    files = render_all(results, out)  # results.json last: once it is there, the other two are this run's too
+    path = out / "results.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return {"results.json": path, **files}
+
+
+def _command() -> list[str]:
+    from drakit.reports import redact_command
+    return list(redact_command(sys.argv))

@@ -21,6 +21,9 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from drakit.reports.names import clean_name
+
+from .console import say
 from .crash import CRASH_DIR_ENV, EXIT_BUG, last_resort
 from .lintcli import case_paths as _paths, cmd_lint
 from .vendorcheck import plugin_problem
@@ -146,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _dispatch(argv)
     except KeyboardInterrupt:  # Ctrl-C in a command without its own handling: one line, no traceback
-        print("drakit: interrupted", file=sys.stderr)
+        say("drakit: interrupted")
         return 130
 
 
@@ -191,12 +194,12 @@ def _out_folder(out: Path, files: Sequence[str] = REPORT_FILES) -> bool:
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as exc:
-        print(f"drakit: --out {out}: cannot write there: {exc.strerror or exc}", file=sys.stderr)
+        say(f"drakit: --out {out}: cannot write there: {exc.strerror or exc}")
         return False
     for name in files:
         if (out / name).is_dir():
-            print(f"drakit: --out {out}: {name} there is a folder, where drakit writes a file: remove it or give "
-                  f"another --out", file=sys.stderr)
+            say(f"drakit: --out {out}: {name} there is a folder, where drakit writes a file: remove it or give "
+                  f"another --out")
             return False
     return True
 
@@ -212,8 +215,8 @@ def _lock_out(out: Path) -> Any:
         lock.seek(0)
         holder = lock.read().strip()
         lock.close()
-        print(f"drakit run: --out {out} is in use by another drakit run{f' (pid {holder})' if holder.isdigit() else ''}: "
-              f"wait for it or give another --out", file=sys.stderr)
+        say(f"drakit run: --out {out} is in use by another drakit run{f' (pid {holder})' if holder.isdigit() else ''}: "
+              f"wait for it or give another --out")
         return None
     lock.truncate(0)
     lock.write(str(os.getpid()))
@@ -269,7 +272,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         INTERRUPTS.enter("teardown")  # what is left is printing: a signal is only recorded
     if args.sonobuoy:  # the verdict travels in junit.xml; sonobuoy's worker waits for the done file
         from .incluster.sonobuoy import hand_over
-        print(f"drakit: handed {hand_over(Path(args.out))} to sonobuoy")
+        print(clean_name(f"drakit: handed {hand_over(Path(args.out))} to sonobuoy"))
         return EXIT_OK if (Path(args.out) / "junit.xml").is_file() else code
     return INTERRUPTS.exit_code() or code
 
@@ -283,7 +286,7 @@ def _run(args: argparse.Namespace) -> int:
     from .progress import ProgressReporter, progress_mode
     problem = _check_run_options(args)
     if problem:
-        print(f"drakit run: {problem}", file=sys.stderr)
+        say(f"drakit run: {problem}")
         return EXIT_USAGE
     paths = _paths(args.paths)
     if paths is None:
@@ -339,7 +342,7 @@ def _run(args: argparse.Namespace) -> int:
         pytest_args += ["--drakit-shard-lock", args.shard_lock]
     pytest_args += [str(p) for p in paths]
     from drakit.clusters.leftovers import sweep
-    sweep(progress=lambda m: print(f"drakit: {m}", file=sys.stderr))  # what killed runs left behind
+    sweep(progress=lambda m: say(f"drakit: {m}"))  # what killed runs left behind
     mode, color = progress_mode(quiet=args.quiet, plain=args.plain, stream=sys.stdout)
     progress = ProgressReporter(sys.stdout, mode=mode, verbose=args.verbose, color=color)
     os.environ.setdefault(CRASH_DIR_ENV, str(out.absolute()))  # a bug's traceback lands beside results.json
@@ -356,10 +359,10 @@ def _run(args: argparse.Namespace) -> int:
     if code == pytest.ExitCode.USAGE_ERROR and not INTERRUPTS.interrupted:
         return EXIT_USAGE
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
-        print("drakit: no cases matched" + (f" -k {args.keyword!r}" if args.keyword else "")
-              + (f" -m {args.markexpr!r}" if args.markexpr else ""), file=sys.stderr)
+        say("drakit: no cases matched" + (f" -k {args.keyword!r}" if args.keyword else "")
+              + (f" -m {args.markexpr!r}" if args.markexpr else ""))
     if not results_path.exists() or results_path.stat().st_mtime_ns == started:
-        print(f"drakit: the run did not write {results_path}", file=sys.stderr)
+        say(f"drakit: the run did not write {results_path}")
         return EXIT_USAGE
     results = json.loads(results_path.read_text())
     if args.emit_results:
@@ -370,9 +373,9 @@ def _run(args: argparse.Namespace) -> int:
     from drakit.reports.text import render_summary
     print("")
     print(render_summary(results, color=color, matrix=mode != "quiet", rule=bool(getattr(args, "verbose", False))), end="")
-    print(f"drakit: wrote {results_path}, {out / 'junit.xml'}, {out / 'report.html'}")
+    print(clean_name(f"drakit: wrote {results_path}, {out / 'junit.xml'}, {out / 'report.html'}"))
     if INTERRUPTS.interrupted:
-        print(f"drakit: interrupted by {INTERRUPTS.signal}: verdict {results['verdict']['result']}", file=sys.stderr)
+        say(f"drakit: interrupted by {INTERRUPTS.signal}: verdict {results['verdict']['result']}")
         return EXIT_FAILED  # cmd_run turns it into 130/143
     if any(c.get("backend") == "-" for c in results["cases"]):
         return EXIT_USAGE
@@ -386,8 +389,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from drakit.reports import ResultsError, load_results
     from drakit.reports.render import render_all
     if args.compare and (args.merge or args.results) or not (args.compare or args.results or args.merge):
-        print("drakit report: give RESULTS.json [--merge CASES.json], --merge SHARD.json... or --compare OLD.json "
-              "NEW.json", file=sys.stderr)
+        say("drakit report: give RESULTS.json [--merge CASES.json], --merge SHARD.json... or --compare OLD.json "
+              "NEW.json")
         return EXIT_USAGE
     if args.compare:
         return cmd_compare(args)
@@ -397,7 +400,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     try:
         results = load_results(Path(args.results))
     except (OSError, ResultsError) as exc:
-        print(f"drakit: {exc}", file=sys.stderr)
+        say(f"drakit: {exc}")
         return EXIT_USAGE
     out = Path(args.out) if args.out else Path(args.results).parent
     if args.merge:
@@ -406,7 +409,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             try:
                 results = _merge(results, Path(source), merge_cases, load_results)
             except (OSError, ValueError, RecursionError, ResultsError) as exc:
-                print(f"drakit: --merge {source}: {_merge_problem(exc).removeprefix(f'{source}: ')}", file=sys.stderr)
+                say(f"drakit: --merge {source}: {_merge_problem(exc).removeprefix(f'{source}: ')}")
                 return EXIT_USAGE
     if not _out_folder(out):
         return EXIT_USAGE
@@ -416,7 +419,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     else:
         written = render_all(results, out)
     for _name, path in sorted(written.items()):
-        print(f"wrote {path}")
+        print(clean_name(f"wrote {path}"))
     return EXIT_OK
 
 
@@ -455,7 +458,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     try:
         old, new = load_results(old_path), load_results(new_path)
     except (OSError, ResultsError) as exc:
-        print(f"drakit: {exc}", file=sys.stderr)
+        say(f"drakit: {exc}")
         return EXIT_USAGE
     comparison = compare_results(old, new, allow_removed=args.allow_removed)
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
@@ -464,7 +467,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     target = out / "compare.html"
     target.write_text(render_compare_html(comparison), encoding="utf-8", newline="\n")
-    _print_to_pipe(render_compare_text(comparison, color=color) + f"wrote {target}\n")
+    _print_to_pipe(render_compare_text(comparison, color=color) + clean_name(f"wrote {target}") + "\n")
     return gate_exit_code(comparison)
 
 

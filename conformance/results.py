@@ -12,7 +12,6 @@ import datetime as dt
 import json
 import platform
 import re
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -199,14 +198,15 @@ class ResultsCollector:
 
     def build(self, exitstatus: int) -> dict[str, Any]:
         from drakit.reports import compute_summary, compute_verdict, redact, redact_command
+        from drakit.reports.names import shell_word
         cases = []
         for entry in self.cases.values():
             entry.setdefault("status", "error")
             entry.setdefault("skip", None)
             entry.setdefault("failure", None)
             b = entry.get("backend", "-")
-            where = shlex.quote(self._rerun_path(entry["file"]))
-            entry["rerun"] = (f"drakit run {where} -k {shlex.quote(entry['id'])} --backend {b} -n 0"
+            where = shell_word(self._rerun_path(entry["file"]))  # one line whatever the file's name holds
+            entry["rerun"] = (f"drakit run {where} -k {shell_word(entry['id'])} --backend {b} -n 0"
                               if b != "-" else f"drakit run {where}")
             if entry["nodeid"] in self.timeline:
                 entry["timeline"] = self.timeline[entry["nodeid"]]

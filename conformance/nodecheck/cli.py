@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..console import say
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXPECT = "drakit.dev/node-check-expect"
 DEFAULT_CDI_DIRS = (Path("/etc/cdi"), Path("/var/run/cdi"))
@@ -87,7 +89,7 @@ def run(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
     from .outcome import decides_failure, render_text
 
     def usage(message: str) -> int:
-        print(f"drakit node-check: {message}", file=sys.stderr)
+        say(f"drakit node-check: {message}")
         return EXIT_USAGE
 
     claims: list[dict[str, Any]] = []

@@ -327,3 +327,48 @@ def test_a_run_killed_where_it_cannot_write_leaves_an_unfinished_run_not_the_las
     html, junit = (out / "report.html").read_text(), (out / "junit.xml").read_text()
     assert "INCOMPLETE" in html and "has not written its results" in html
     assert 'tests="0"' in junit
+
+
+def test_names_with_control_characters_never_forge_a_console_line(tmp_path: Path) -> None:
+    """Issue 32: a case file named ``a\\nPASSED fake-case.case.yaml`` printed a forged
+    ``PASSED`` line (in the failure's ``at`` line and its ``rerun`` command), and an ``--out``
+    with a newline split ``drakit: wrote``. Every name the console shows is escaped by one rule
+    (``drakit.reports.names.clean_name``); the rerun command quotes the name as bash's ``$'...'``,
+    one line that still names the file: run as printed, it runs that case again."""
+    import re
+    import subprocess
+    import sys
+    from .inputs import VALID
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    forged = "a\nPASSED fake-case\x07\x1b(B\u202e.case.yaml"  # no [...]: pytest refuses such a path
+    (cases / forged).write_text(VALID.replace("notAllocated", "allocated"))
+    (cases / "b\rbad.case.yaml").write_text("id: [unclosed\n")
+    out = tmp_path / "o\nut"
+    got = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "run", str(cases), "--out", str(out), "-v"],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert got.returncode == 2, got.stderr[-2000:]  # a case file did not load
+    console = got.stdout + got.stderr
+    assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f\u202e]", console), "a raw control character reached the console"
+    assert not [line for line in console.splitlines() if line.startswith(("PASSED fake", "ut/", "bad.case"))], console
+    assert "at a\\x0aPASSED fake-case\\x07\\x1b(B\\u202e.case.yaml:14 (hostile/valid)" in got.stdout
+    assert f"drakit: wrote {tmp_path}/o\\x0aut/results.json" in got.stdout
+    (rerun,) = [line.split("rerun: ", 1)[1] for line in got.stdout.splitlines() if "rerun: drakit run $'cases/a" in line]
+    assert rerun.startswith("drakit run $'cases/a\\x0aPASSED fake-case\\x07\\x1b(B\\u202e.case.yaml' -k ")
+    again = subprocess.run(["bash", "-c", rerun.replace("drakit run", f"{sys.executable} -m drakit.conformance.cli run", 1)
+                            + f" --out {tmp_path}/again -q"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert again.returncode == 1 and "1 cases: 0 passed, 1 failed" in again.stdout, again.stdout + again.stderr
+
+
+def test_a_typed_name_with_a_newline_is_escaped(capsys: pytest.CaptureFixture[str]) -> None:
+    state = Path(__file__).resolve().parents[2] / "examples" / "explain-state.yaml"
+    assert cli.main(["explain", "pod", "ns/a\nFAKE", "--state", str(state)]) == 2
+    assert capsys.readouterr().err == f"drakit explain: pod ns/a\\x0aFAKE not found in {state}\n"
+
+
+def test_the_pure_core_escapes_names_as_the_console_does() -> None:
+    from drakit.conformance.errors import visible
+    from drakit.reports.names import clean_name
+    every = "".join(map(chr, range(0x3000))) + "".join(map(chr, range(0xD7F0, 0xE010))) + "\ufeff\U0001f600"
+    assert visible(every) == clean_name(every)
+    assert "\n" not in clean_name(every) and "\x1b" not in clean_name(every) and "\u2028" not in clean_name(every)

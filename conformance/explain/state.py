@@ -49,6 +49,8 @@ def read_objects(path: Path) -> list[dict[str, Any]]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise StateError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise StateError(f"{path}: not UTF-8 text: {exc.reason} at byte {exc.start:,}") from None
     try:
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
@@ -59,7 +61,7 @@ def read_objects(path: Path) -> list[dict[str, Any]]:
     for i, d in enumerate(docs):
         if not isinstance(d, dict):
             raise StateError(f"{path}: document {i + 1} is not an object")
-        _check_document(d, f"{path}: document {i + 1}")
+        check_document(d, f"{path}: document {i + 1}")
         if d.get("schema") == STATE_SCHEMA or (d.get("kind") == "List" or "items" in d and "kind" not in d):
             items = d.get("items") or d.get("objects") or []
             if not isinstance(items, list) or not all(isinstance(x, dict) for x in items):
@@ -72,7 +74,7 @@ def read_objects(path: Path) -> list[dict[str, Any]]:
     for i, o in enumerate(out):
         if not isinstance(o.get("metadata"), dict) or not o["metadata"].get("name"):
             raise StateError(f"{path}: {o.get('kind', 'object')} #{i + 1}: metadata.name is missing")
-        _check_object(o, f"{path}: {o.get('kind')} #{i + 1}")
+        check_object(o, f"{path}: {o.get('kind')} #{i + 1}")
     return out
 
 
@@ -82,7 +84,7 @@ _MODEL_VERSION = {"DeviceClass": "resource.k8s.io/v1", "ResourceSlice": "resourc
                   "ResourceClaimTemplate": "resource.k8s.io/v1", "Node": "v1", "Pod": "v1"}
 
 
-def _check_document(doc: dict[str, Any], where: str) -> None:
+def check_document(doc: dict[str, Any], where: str) -> None:
     """A document of a state file against ``state.v1.json`` (the types of what the typed model
     does not read: status, a saved state's gates): one line naming the bad field's path."""
     import jsonschema
@@ -101,7 +103,7 @@ def _check_document(doc: dict[str, Any], where: str) -> None:
     raise StateError(f"{where}: {format_path(tuple(error.absolute_path))}: {message}")
 
 
-def _check_object(obj: dict[str, Any], where: str) -> None:
+def check_object(obj: dict[str, Any], where: str) -> None:
     """An object explain reads, through drakit's typed model of its kind (metadata and spec:
     the field path of the first problem). Wrong types were an AttributeError deep in the
     allocator (issue 32)."""
@@ -163,7 +165,7 @@ def state_gates(path: Path) -> dict[str, bool]:
     import yaml
     try:
         first = next(iter(yaml.safe_load_all(path.read_text(encoding="utf-8"))), None)
-    except (OSError, yaml.YAMLError):
+    except (OSError, ValueError, yaml.YAMLError):
         return {}
     if isinstance(first, dict) and first.get("schema") == STATE_SCHEMA:
         gates = first.get("featureGates")

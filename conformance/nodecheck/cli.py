@@ -101,6 +101,14 @@ def run(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
             claims = load_claim_documents(args.claims)
         except ClaimSourceError as err:
             return usage(str(err))
+        from ..explain.state import StateError, check_document, check_object
+        try:  # the types of what node-check reads of each claim (metadata, spec, status), as explain checks them
+            for i, claim in enumerate(claims):
+                where = f"{args.claims}: ResourceClaim #{i + 1}"
+                check_document(claim, where)
+                check_object(claim, where)
+        except StateError as err:
+            return usage(str(err))
     if not args.registry_dir.is_dir():
         return usage(f"{args.registry_dir}: no such folder")
     api: ApiClaims | None = None

@@ -372,3 +372,24 @@ def test_the_pure_core_escapes_names_as_the_console_does() -> None:
     every = "".join(map(chr, range(0x3000))) + "".join(map(chr, range(0xD7F0, 0xE010))) + "\ufeff\U0001f600"
     assert visible(every) == clean_name(every)
     assert "\n" not in clean_name(every) and "\x1b" not in clean_name(every) and "\u2028" not in clean_name(every)
+
+
+def test_fuzz_findings_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """What tests/hostile/test_fuzz_inputs.py found, each exit 3 before: an explain state that is
+    not UTF-8; a node-check claim whose allocation results hold a null."""
+    state = tmp_path / "state.yaml"
+    state.write_bytes(b"\x80- kind: Pod\n")
+    assert cli.main(["explain", "pod", "demo/p", "--state", str(state)]) == 2
+    assert capsys.readouterr().err == f"drakit explain: {state}: not UTF-8 text: invalid start byte at byte 0\n"
+    import json
+    from drakit.fake_driver.sampleclaims import sample_claims
+    from drakit.fake_hw.inventory import build_inventory
+    claims = sample_claims(build_inventory("small-1gpu", "node-a"), "gpu.acme.example.com")
+    claims[0]["status"]["allocation"]["devices"]["results"][0] = None
+    path = tmp_path / "claims.json"
+    path.write_text(json.dumps(claims))
+    (tmp_path / "reg").mkdir()
+    assert cli.main(["node-check", "--registry-dir", str(tmp_path / "reg"), "--driver", "gpu.acme.example.com",
+                     "--claims", str(path)]) == 2
+    assert capsys.readouterr().err == (f"drakit node-check: {path}: ResourceClaim #1: status.allocation.devices."
+                                       f"results[0]: must be object, got null\n")

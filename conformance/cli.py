@@ -273,7 +273,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.sonobuoy:  # the verdict travels in junit.xml; sonobuoy's worker waits for the done file
         from .incluster.sonobuoy import hand_over
         print(clean_name(f"drakit: handed {hand_over(Path(args.out))} to sonobuoy"))
-        return EXIT_OK if (Path(args.out) / "junit.xml").is_file() else code
+        results = Path(args.out) / "results.json"  # the run's own, not the one written as it started
+        finished = results.is_file() and results.stat().st_ino != getattr(args, "unfinished_inode", None)
+        return EXIT_OK if finished and (Path(args.out) / "junit.xml").is_file() else code
     return INTERRUPTS.exit_code() or code
 
 
@@ -300,7 +302,7 @@ def _run(args: argparse.Namespace) -> int:
     results_path = out / "results.json"
     from .results import write_unfinished
     backends = [b.strip() for b in args.backend.split(",") if b.strip()]
-    started = write_unfinished(out, backends)["results.json"].stat().st_mtime_ns  # replaced at the run's end
+    started = args.unfinished_inode = write_unfinished(out, backends)["results.json"].stat().st_ino  # replaced at the end
     root = Path(os.path.commonpath([str(p.absolute()) for p in paths]))
     if not root.is_dir():  # a file, a FIFO, a link: its folder
         root = root.parent
@@ -361,7 +363,7 @@ def _run(args: argparse.Namespace) -> int:
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
         say("drakit: no cases matched" + (f" -k {args.keyword!r}" if args.keyword else "")
               + (f" -m {args.markexpr!r}" if args.markexpr else ""))
-    if not results_path.exists() or results_path.stat().st_mtime_ns == started:
+    if not results_path.exists() or results_path.stat().st_ino == started:
         say(f"drakit: the run did not write {results_path}")
         return EXIT_USAGE
     results = json.loads(results_path.read_text())

@@ -135,10 +135,8 @@ def render_summary(results: Mapping[str, Any], *, color: bool, matrix: bool = Tr
         lines += ["", "failures:"]
         for case in broken[:MAX_FAILURES]:
             label = _paint(_LABEL[case["status"]], case["status"], color)
-            # the summary's first line whole, then its middle left out (first_line alone would cut its end)
-            summary = first_line(case['failure']['summary'], limit=len(case['failure']['summary']) + 1)
             lines.append(f"  {label} {clean_name(case['id'])} [{clean_name(case['backend'])}]: "
-                         f"{shorten_middle(summary, MAX_LINE)}")
+                         f"{shorten_middle(first_line(case['failure']['summary']), MAX_LINE)}")
             if case.get("rerun"):
                 lines.append(f"    rerun: {clean_name(case['rerun'])}")
         if len(broken) > MAX_FAILURES:

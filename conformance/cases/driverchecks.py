@@ -26,8 +26,8 @@ from typing import Any, Callable
 from ..backends.base import HarnessError, Session
 from .checks import ExpectationFailed, _claim
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_POOL = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/[a-z0-9]([-a-z0-9.]*[a-z0-9])?)*$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
+_POOL = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/[a-z0-9]([-a-z0-9.]*[a-z0-9])?)*\Z")
 NUMA_NODE = "resource.kubernetes.io/numaNode"
 
 

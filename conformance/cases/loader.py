@@ -41,7 +41,7 @@ from ..yamlmarks import DEFAULT_LIMITS, MarkedDict, YamlLimits, line_of, load_do
 from .placeholders import PlaceholderError, resolve, substitute_runtime
 
 SCHEMA_PATH = Path(__file__).with_name("case.v1.json")
-_DURATION = re.compile(r"^([0-9]+)(ms|s|m|h)$")
+_DURATION = re.compile(r"^([0-9]+)(ms|s|m|h)\Z")
 VALIDATION_NAMESPACE = "drakit-validate"
 MAX_BYTES = 1 << 20  # per case file; --max-case-size overrides
 MAX_ERRORS_PER_FILE = 50

@@ -91,7 +91,7 @@ def test_an_explain_state_with_a_wrong_type_anywhere_is_one_line_naming_the_fiel
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 32: wrong types in a state file were an AttributeError or TypeError deep in the
     allocator (exit 3; 200 of 2,016 single-field changes of this state). Every field of every
-    object, replaced by a list (no ``.get``, unhashable) and by a number: exit 0, 1 or 2, and a
+    object replaced by a list (no ``.get``, unhashable; a top-level field by a number too): exit 0, 1 or 2, and a
     refusal is one line naming the file and the field."""
     import copy
     import yaml
@@ -100,7 +100,7 @@ def test_an_explain_state_with_a_wrong_type_anywhere_is_one_line_naming_the_fiel
     state = tmp_path / "state.yaml"
     for i, obj in enumerate(objects):
         for path in list(_paths(obj))[1:]:
-            for bad in ([1], 7)[:1 if len(path) > 3 else 2]:
+            for bad in ([1],) if len(path) > 1 else ([1], 7):
                 changed = copy.deepcopy(objects)
                 target = changed[i]
                 for part in path[:-1]:

@@ -2,6 +2,18 @@
 
 from __future__ import annotations
 
+import signal as _signal
+import sys as _sys
+
+# ``drakit run`` catches SIGINT/SIGTERM from its first instant: here, before any other import (the
+# interpreter's own start is the only moment left), a signal is only noted; main() hands it to
+# conformance.interrupt, and the run stops once its cases are collected, with its files written.
+_EARLY: list[int] = []
+if ((__name__ == "__main__" or _sys.argv[0].rsplit("/", 1)[-1] in ("drakit", "kubectl-drakit"))
+        and "run" in _sys.argv[1:] and _signal.getsignal(_signal.SIGTERM) is _signal.SIG_DFL):
+    for _sig in (_signal.SIGINT, _signal.SIGTERM):
+        _signal.signal(_sig, lambda signum, frame: _EARLY.append(signum))
+
 import argparse
 import json
 import os
@@ -9,10 +21,14 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from drakit.reports.names import clean_name
+
+from .console import say
 from .crash import CRASH_DIR_ENV, EXIT_BUG, last_resort
 from .lintcli import case_paths as _paths, cmd_lint
 from .outdir import LOCK_FILE, RUN_FILES, lock_out as _lock_out, out_folder as _out_folder
 from .vendorcheck import plugin_problem
+from .workers import max_workers as max_workers, workers_for as _workers  # max_workers: part of this module's interface
 
 SUITES = Path(__file__).with_name("suites")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -123,10 +139,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .interrupt import INTERRUPTS
         INTERRUPTS.install()
         INTERRUPTS.hold()
+        if _EARLY:  # came while the modules were imported: recorded now, as if it came now
+            INTERRUPTS.arrived(_EARLY[0])
     try:
         return _dispatch(argv)
     except KeyboardInterrupt:  # Ctrl-C in a command without its own handling: one line, no traceback
-        print("drakit: interrupted", file=sys.stderr)
+        say("drakit: interrupted")
         return 130
 
 
@@ -162,39 +180,6 @@ def _command_modules() -> dict[str, Any]:
     return {"cluster": cluster_cli, "image": image_cli, "driver": driver_cli, "node-check": nodecheck_cli,
             "node-agent": agent_cli, "explain": explain_cli, "sonobuoy-plugin": sonobuoy, "profile": profile_cli}
 
-
-def _workers(args: argparse.Namespace) -> str:
-    """``-n auto`` on the reference backend alone runs serially: its cases take milliseconds,
-    and each worker's start (imports, CEL engine, caches built again) costs more than it saves
-    (the bundled suites on 2 cores: 7 CPU-seconds serial, 16 with two workers). A number given
-    is used as given up to :func:`max_workers`, said in one line when capped."""
-    workers = str(args.workers)
-    if workers in ("auto", "logical") and [b.strip() for b in args.backend.split(",") if b.strip()] == ["reference"]:
-        return "0"
-    cap, why = max_workers()
-    if workers.isdigit() and int(workers) > cap:
-        print(f"drakit run: -n {int(workers):,}: running {cap} workers, the most this machine can run ({why})",
-              file=sys.stderr)
-        return str(cap)
-    return workers
-
-
-def max_workers() -> tuple[int, str]:
-    """The most workers a run starts, and why: 4 per CPU core drakit may use (a worker on a
-    shared cluster mostly waits), and no more than 1 per 300 MiB of available memory (a
-    worker's interpreter with its caches)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    memory = None
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            memory = next(int(line.split()[1]) << 10 for line in f if line.startswith("MemAvailable:"))
-    except (OSError, StopIteration, ValueError):
-        pass
-    by_cores = 4 * cores
-    by_memory = max(1, memory // (300 << 20)) if memory is not None else by_cores
-    if by_memory < by_cores:
-        return by_memory, f"1 per 300 MiB of the {memory >> 20:,} MiB of memory available"
-    return by_cores, f"4 per CPU core, {cores} core{'s' if cores != 1 else ''}"
 
 
 def _check_run_options(args: argparse.Namespace) -> str | None:
@@ -247,12 +232,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         from drakit.reports.safefs import UnsafePath
         from .incluster.sonobuoy import hand_over
         from .results import written_folder
+        written = written_folder(Path(args.out))
         try:
-            print(f"drakit: handed {hand_over(written_folder(Path(args.out)))} to sonobuoy")
+            print(clean_name(f"drakit: handed {hand_over(written)} to sonobuoy"))
         except UnsafePath as exc:  # sonobuoy's results folder holds a link or a folder where a file belongs
-            print(f"drakit: sonobuoy's results: {exc}", file=sys.stderr)
+            say(f"drakit: sonobuoy's results: {exc}")
             return EXIT_USAGE
-        return EXIT_OK if (written_folder(Path(args.out)) / "junit.xml").is_file() else code
+        results = written / "results.json"  # the run's own, not the one written as it started
+        finished = results.is_file() and results.stat().st_ino != getattr(args, "unfinished_inode", None)
+        return EXIT_OK if finished and (written / "junit.xml").is_file() else code
     return INTERRUPTS.exit_code() or code
 
 
@@ -265,7 +253,7 @@ def _run(args: argparse.Namespace) -> int:
     from .progress import ProgressReporter, progress_mode
     problem = _check_run_options(args)
     if problem:
-        print(f"drakit run: {problem}", file=sys.stderr)
+        say(f"drakit run: {problem}")
         return EXIT_USAGE
     paths = _paths(args.paths)
     if paths is None:
@@ -277,8 +265,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.out_lock is None:
         return EXIT_USAGE
     results_path = out / "results.json"
-    if results_path.exists():
-        results_path.unlink()
+    from .results import write_unfinished
+    backends = [b.strip() for b in args.backend.split(",") if b.strip()]
+    started = args.unfinished_inode = write_unfinished(out, backends)["results.json"].stat().st_ino  # replaced at the end
     root = Path(os.path.commonpath([str(p.absolute()) for p in paths]))
     if not root.is_dir():  # a file, a FIFO, a link: its folder
         root = root.parent
@@ -320,7 +309,7 @@ def _run(args: argparse.Namespace) -> int:
         pytest_args += ["--drakit-shard-lock", args.shard_lock]
     pytest_args += [str(p) for p in paths]
     from drakit.clusters.leftovers import sweep
-    sweep(progress=lambda m: print(f"drakit: {m}", file=sys.stderr))  # what killed runs left behind
+    sweep(progress=lambda m: say(f"drakit: {m}"))  # what killed runs left behind
     mode, color = progress_mode(quiet=args.quiet, plain=args.plain, stream=sys.stdout)
     progress = ProgressReporter(sys.stdout, mode=mode, verbose=args.verbose, color=color)
     os.environ.setdefault(CRASH_DIR_ENV, str(out.absolute()))  # a bug's traceback lands beside results.json
@@ -338,12 +327,12 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
         from .nomatch import no_cases_line
-        print(no_cases_line(args, paths), file=sys.stderr)
+        say(no_cases_line(args, paths))
     from .results import written_folder
     out = written_folder(out)  # another folder when --out could not take them at the end (said)
     results_path = out / "results.json"
-    if not results_path.is_file():
-        print(f"drakit: the run did not write {results_path}", file=sys.stderr)
+    if not results_path.is_file() or results_path.stat().st_ino == started:
+        say(f"drakit: the run did not write {results_path}")
         return EXIT_USAGE
     results = json.loads(results_path.read_text())
     if args.emit_results:
@@ -354,9 +343,9 @@ def _run(args: argparse.Namespace) -> int:
     from drakit.reports.text import render_summary
     print("")
     print(render_summary(results, color=color, matrix=mode != "quiet", rule=bool(getattr(args, "verbose", False))), end="")
-    print(f"drakit: wrote {results_path}, {out / 'junit.xml'}, {out / 'report.html'}")
+    print(clean_name(f"drakit: wrote {results_path}, {out / 'junit.xml'}, {out / 'report.html'}"))
     if INTERRUPTS.interrupted:
-        print(f"drakit: interrupted by {INTERRUPTS.signal}: verdict {results['verdict']['result']}", file=sys.stderr)
+        say(f"drakit: interrupted by {INTERRUPTS.signal}: verdict {results['verdict']['result']}")
         return EXIT_FAILED  # cmd_run turns it into 130/143
     if any(c.get("backend") == "-" for c in results["cases"]):
         return EXIT_USAGE

@@ -79,6 +79,7 @@ def last_resort(main: F) -> F:
 
     @functools.wraps(main)
     def guarded(*args: Any, **kwargs: Any) -> int:
+        usable_std_streams()
         previous = threading.excepthook
         threading.excepthook = _thread_hook
         stdout = sys.stdout = _Watched(sys.stdout)
@@ -107,6 +108,46 @@ def last_resort(main: F) -> F:
                 sys.stdout = stdout.stream
 
     return guarded  # type: ignore[return-value]
+
+
+def usable_std_streams() -> None:
+    """Standard streams a command can always write to, so that the console never decides a run.
+
+    - A closed descriptor 0, 1 or 2 (``drakit run >&-``) is opened on /dev/null: Python set
+      ``sys.stdout`` to None (every print was an AttributeError, exit 3), and the next file drakit
+      opened took its number, where a child process's output would then land.
+    - A console whose encoding cannot show a character (``PYTHONIOENCODING=ascii:strict``, a C
+      locale) shows it escaped (``\\xe9``) instead of raising UnicodeEncodeError: the files drakit
+      writes are UTF-8 whatever the console is.
+    """
+    for fd in (0, 1, 2):  # in this order: os.open takes the lowest free number, the one missing
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:
+                null = os.open(os.devnull, os.O_RDWR)
+                if null != fd:
+                    os.dup2(null, fd)
+                    os.close(null)
+            except OSError:
+                pass
+    for name, fd in (("stdout", 1), ("stderr", 2)):
+        stream = getattr(sys, name)
+        if stream is None:
+            try:
+                stream = open(fd, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
+            except OSError:
+                continue
+            setattr(sys, name, stream)
+            if getattr(sys, f"__{name}__") is None:
+                setattr(sys, f"__{name}__", stream)
+            continue
+        for each in {id(s): s for s in (stream, getattr(sys, f"__{name}__"))}.values():
+            if getattr(each, "errors", None) == "strict" and hasattr(each, "reconfigure"):
+                try:
+                    each.reconfigure(errors="backslashreplace")
+                except (OSError, ValueError):
+                    pass
 
 
 class _Watched:

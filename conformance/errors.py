@@ -60,13 +60,20 @@ class LoadError(Exception):
         return f"{_visible(where)}: {path}: {message}" if path else f"{_visible(where)}: {message}"
 
 
-# control characters (a newline in a key, a terminal escape) and bidi overrides, shown escaped
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# control characters (a newline in a key, a terminal escape), line separators and bidi overrides,
+# shown escaped; a lone surrogate as U+FFFD. The same rule as drakit.reports.names.clean_name, the
+# escaping of every name the console shows (this pure module may not import it; a test keeps them equal).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
-def _visible(text: str) -> str:
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+def visible(text: str) -> str:
+    """*text* on one line with every control character shown as an escape."""
+    return _CONTROL.sub(lambda m: "\ufffd" if 0xD800 <= ord(m.group()) <= 0xDFFF
+                        else f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
                         else f"\\u{ord(m.group()):04x}", text)
+
+
+_visible = visible
 
 
 class ApiRejected(Exception):

@@ -13,7 +13,8 @@ def render_failure(case: Case, failure: dict[str, Any]) -> str:
     lines = [failure.get("summary", "failed")]
     y = failure.get("yaml")
     if y:
-        lines.append(f"  at {y['file']}:{y['markLine']} ({case.id})")
+        from drakit.reports.names import clean_name
+        lines.append(f"  at {clean_name(y['file'])}:{y['markLine']} ({clean_name(case.id)})")
         width = len(str(y["startLine"] + len(y["lines"])))
         for i, text in enumerate(y["lines"]):
             n = y["startLine"] + i

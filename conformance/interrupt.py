@@ -114,6 +114,11 @@ class Interrupts:
         if self.signal is not None and not self._shielded and self.current != "teardown":
             raise KeyboardInterrupt(self.signal)
 
+    def arrived(self, signum: int) -> None:
+        """A signal that came before :meth:`install` (``drakit run`` notes it from its first
+        instant): handled as if it came now."""
+        self._handle(signum, None)
+
     def say(self, text: str) -> None:
         """A line on the real stderr (when installed with *announce*), even while pytest captures."""
         self._say(text)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import sys
 from pathlib import Path
+
+from .console import say
 
 SUITES = Path(__file__).with_name("suites")
 EXIT_OK, EXIT_USAGE = 0, 2
@@ -25,7 +26,7 @@ def case_paths(raw: list[str], *, links: bool = False) -> list[Path] | None:
             with contextlib.suppress(OSError):
                 return f"{p} (a symlink to {os.readlink(p)!r} that leads nowhere)"
             return str(p)
-        print(f"drakit: no such file or folder: {', '.join(map(name, missing))}", file=sys.stderr)
+        say(f"drakit: no such file or folder: {', '.join(map(name, missing))}")
         return None
     return paths
 
@@ -41,7 +42,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
     try:
         max_bytes = parse_size(args.max_case_size) if args.max_case_size else MAX_BYTES
     except ValueError as exc:
-        print(f"drakit lint: --max-case-size: {exc}", file=sys.stderr)
+        say(f"drakit lint: --max-case-size: {exc}")
         return EXIT_USAGE
     try:
         vendor = load_vendor_profile(args.vendor)
@@ -50,6 +51,13 @@ def cmd_lint(args: argparse.Namespace) -> int:
         print("vendor profile: 1 error")
         return EXIT_USAGE
     if args.vendor:
+        from .vendorcheck import program_problems
+        problems = program_problems(vendor)
+        for problem in problems:
+            print(f"{args.vendor}: {problem}")
+        if problems:
+            print(f"vendor profile: {len(problems)} error{'s' if len(problems) > 1 else ''}")
+            return EXIT_USAGE
         kind = "drakit's fake driver" if vendor.fake else "a vendor's own driver"
         print(f"{args.vendor}: vendor profile {vendor.name!r} is valid: {', '.join(vendor.driver_names)} ({kind})")
         from .vendorcheck import program_problem
@@ -61,7 +69,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
     # real folder once: the rule drakit run's collection follows too
     files = find_case_files(paths)
     if not files:
-        print(f"drakit lint: no *.case.yaml file in {', '.join(map(str, paths))}", file=sys.stderr)
+        say(f"drakit lint: no *.case.yaml file in {', '.join(map(str, paths))}")
         return EXIT_USAGE
     n_cases, n_errors, skipped = 0, 0, {NEEDS_FAKE_DRIVER: 0, "not-applicable": 0}
     vocabulary = frozenset(load_profile())

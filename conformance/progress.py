@@ -12,6 +12,7 @@ from typing import Any, Callable, TextIO
 import pytest
 
 from drakit.reports import clean_text, shorten_middle
+from drakit.reports.names import clean_name
 
 from .interrupt import INTERRUPTS
 from .results import drakit_props, report_status
@@ -73,7 +74,7 @@ class ProgressReporter:
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:  # not a case file (drakit's own never fail to collect): a conftest.py, say
             last = next((line.strip() for line in reversed(report.longreprtext.splitlines()) if line.strip()), "")
-            self._print(clean_text(f"ERROR collecting {report.nodeid or '.'}: {shorten_middle(last, self.MAX_LINE)}"))
+            self._print(clean_text(f"ERROR collecting {clean_name(report.nodeid or '.')}: {shorten_middle(last, self.MAX_LINE)}"))
 
     def pytest_internalerror(self, excrepr: Any, excinfo: pytest.ExceptionInfo[BaseException]) -> bool:
         """A bug inside the run: one line and the crash file, never pytest's INTERNALERROR dump.
@@ -97,7 +98,7 @@ class ProgressReporter:
         first = report.nodeid not in self.status
         self.status[report.nodeid] = status
         # case data is cleaned before it is printed: it must never drive the terminal
-        label = clean_text(f"{data['id']} [{data.get('backend', '-')}]" if "id" in data else report.nodeid)
+        label = clean_name(f"{data['id']} [{data.get('backend', '-')}]" if "id" in data else report.nodeid)
         if status in ("failed", "error"):
             text = clean_text(_XDIST_HEADER.sub("", report.longreprtext).rstrip())
             self.details.append(f"{status.upper()} {label}\n{text}")
@@ -168,15 +169,14 @@ class ProgressReporter:
         self._write(text + "\n")
 
     def _write(self, text: str) -> None:
-        """Write to the stream; one that cannot be written (stdout on a full disk) is given up,
-        the run goes on and its results are written (the CLI says so once it is over)."""
+        """Write to the stream; one that cannot be written (stdout on a full disk, a reader that
+        went away, a descriptor not open for writing) is given up, the run goes on and its
+        results are written (the CLI says so once it is over)."""
         if self.broken is not None:
             return
         try:
             self.stream.write(text)
             self.stream.flush()
-        except BrokenPipeError:
-            raise
         except OSError as exc:
             self.broken = exc
 

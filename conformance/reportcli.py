@@ -11,6 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from drakit.reports.names import clean_name
+
+from .console import say
 from .outdir import out_folder
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -31,7 +34,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     try:
         results = load_results(Path(args.results))
     except (OSError, ResultsError) as exc:
-        print(f"drakit: {exc}", file=sys.stderr)
+        say(f"drakit: {exc}")
         return EXIT_USAGE
     _say_recomputed(results, args.results)
     out = Path(args.out) if args.out else Path(args.results).parent
@@ -41,7 +44,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             try:
                 results = _merge(results, Path(source), merge_cases, load_results)
             except (OSError, ValueError, RecursionError, ResultsError) as exc:
-                print(f"drakit: --merge {source}: {_merge_problem(exc).removeprefix(f'{source}: ')}", file=sys.stderr)
+                say(f"drakit: --merge {source}: {_merge_problem(exc).removeprefix(f'{source}: ')}")
                 return EXIT_USAGE
     if not out_folder(out):
         return EXIT_USAGE
@@ -53,10 +56,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         else:
             written = render_all(results, out)
     except UnsafePath as exc:
-        print(f"drakit: {exc}", file=sys.stderr)
+        say(f"drakit: {exc}")
         return EXIT_USAGE
     for _name, path in sorted(written.items()):
-        print(f"wrote {path}")
+        print(clean_name(f"wrote {path}"))
     return EXIT_OK
 
 
@@ -104,7 +107,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     try:
         old, new = load_results(old_path), load_results(new_path)
     except (OSError, ResultsError) as exc:
-        print(f"drakit: {exc}", file=sys.stderr)
+        say(f"drakit: {exc}")
         return EXIT_USAGE
     _say_recomputed(old, str(old_path))
     _say_recomputed(new, str(new_path))
@@ -117,9 +120,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     try:
         target = write_file(out, "compare.html", render_compare_html(comparison), what="--out")
     except UnsafePath as exc:
-        print(f"drakit: {exc}", file=sys.stderr)
+        say(f"drakit: {exc}")
         return EXIT_USAGE
-    _print_to_pipe(render_compare_text(comparison, color=color) + f"wrote {target}\n")
+    _print_to_pipe(render_compare_text(comparison, color=color) + clean_name(f"wrote {target}") + "\n")
     return gate_exit_code(comparison)
 
 

@@ -12,7 +12,6 @@ import datetime as dt
 import json
 import platform
 import re
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -199,14 +198,15 @@ class ResultsCollector:
 
     def build(self, exitstatus: int) -> dict[str, Any]:
         from drakit.reports import compute_summary, compute_verdict, redact, redact_command
+        from drakit.reports.names import shell_word
         cases = []
         for entry in self.cases.values():
             entry.setdefault("status", "error")
             entry.setdefault("skip", None)
             entry.setdefault("failure", None)
             b = entry.get("backend", "-")
-            where = shlex.quote(self._rerun_path(entry["file"]))
-            entry["rerun"] = (f"drakit run {where} -k {shlex.quote(entry['id'])} --backend {b} -n 0"
+            where = shell_word(self._rerun_path(entry["file"]))  # one line whatever the file's name holds
+            entry["rerun"] = (f"drakit run {where} -k {shell_word(entry['id'])} --backend {b} -n 0"
                               if b != "-" else f"drakit run {where}")
             if entry["nodeid"] in self.timeline:
                 entry["timeline"] = self.timeline[entry["nodeid"]]
@@ -349,3 +349,38 @@ def write_results(results: dict[str, Any], out: Path, *, fallback: bool = True) 
         print(f"drakit: {exc}; the results went to {other} instead", file=sys.stderr)
         _WRITTEN[str(out)] = other
     return files
+
+
+def write_unfinished(out: Path, backends: list[str]) -> dict[str, Path]:
+    """The three files as a run starts, with verdict incomplete, case count 0 and the reason
+    ``unfinished``; the run's end replaces them. A run killed where it could not write (SIGKILL,
+    a power cut, a signal before drakit handles signals) thus never leaves nothing, nor an
+    earlier run's report standing for it (issue 32)."""
+    from drakit.reports import compute_summary, compute_verdict
+    import os
+    started = _now()
+    results: dict[str, Any] = {
+        "schemaVersion": SCHEMA_VERSION,
+        "run": {"id": "r-" + started.replace("-", "").replace(":", "")[:15].lower(), "startedAt": started,
+                "finishedAt": started, "wallSeconds": 0.0, "command": _command(), "kitVersion": _kit_version(),
+                "python": platform.python_version(), "pytest": pytest.__version__, "workers": 0},
+        "environment": {"backends": {b: {"kind": b, "kubernetesVersion": "unknown", "featureGates": {}} for b in backends},
+                        "hardwareProfile": None, "drivers": []},
+        "features": [f.to_json() for f in FEATURES],
+        "cases": [],
+    }
+    results["summary"] = compute_summary([])
+    results["verdict"] = compute_verdict([], [{
+        "code": "unfinished", "message": f"the run started at {started} (process {os.getpid()}) has not written its "
+                                         f"results: it is still running, or it ended before it could (killed, or stopped by an error "
+                                         f"said on its console)"}])
+    from drakit.reports.render import render_all
+    files = render_all(results, out)  # results.json last: once it is there, the other two are this run's too
+    from drakit.reports.safefs import write_file
+    path = write_file(out, "results.json", json.dumps(results, indent=2) + "\n", what="--out")
+    return {"results.json": path, **files}
+
+
+def _command() -> list[str]:
+    from drakit.reports import redact_command
+    return list(redact_command(sys.argv))

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any, Sequence
+
+from drakit.reports.names import clean_name
+
+from .console import say
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -29,15 +32,14 @@ def merge_shard_files(paths: Sequence[str], out_arg: str | None) -> int:
         try:
             sources.append((path, load_results(Path(path))))
         except (OSError, ResultsError) as exc:
-            print(f"drakit report --merge: {exc}", file=sys.stderr)
+            say(f"drakit report --merge: {exc}")
             return EXIT_USAGE
         note = verdict_note(sources[-1][1], path)
         if note:
-            print(f"drakit report --merge: {clean_text(note)}", file=sys.stderr)
+            say(f"drakit report --merge: {clean_text(note)}")
     out = Path(out_arg or "drakit-out")
     if any((out / "results.json").resolve() == Path(p).resolve() for p in paths):
-        print(f"drakit report --merge: --out {out} would overwrite a shard's results.json: give another --out",
-              file=sys.stderr)
+        say(f"drakit report --merge: --out {out} would overwrite a shard's results.json: give another --out")
         return EXIT_USAGE
     from .outdir import out_folder
     if not out_folder(out, command="drakit report --merge"):
@@ -45,11 +47,11 @@ def merge_shard_files(paths: Sequence[str], out_arg: str | None) -> int:
     try:
         merged = merge_results(sources, out)
     except ShardMergeError as exc:
-        print(f"drakit report --merge: {exc}", file=sys.stderr)
+        say(f"drakit report --merge: {exc}")
         return EXIT_USAGE
     except OSError as exc:
-        print(f"drakit report --merge: --out {out}: cannot write there: {exc.strerror or exc}", file=sys.stderr)
+        say(f"drakit report --merge: --out {out}: cannot write there: {exc.strerror or exc}")
         return EXIT_USAGE
     print(render_summary(merged, color=False, matrix=False), end="")
-    print(f"drakit: wrote {out / 'results.json'}, {out / 'junit.xml'}, {out / 'report.html'}")
+    print(clean_name(f"drakit: wrote {out / 'results.json'}, {out / 'junit.xml'}, {out / 'report.html'}"))
     return EXIT_OK if merged["verdict"]["result"] == "pass" else EXIT_FAILED

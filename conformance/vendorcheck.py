@@ -47,3 +47,71 @@ def program_problem(profile: Any, profile_path: str) -> str | None:
                 hint = f"; build: {spec.build_hint}" if spec.build_hint else ""
                 return f"the driver's {role} program: {exc}{hint}"
     return None
+
+
+def program_problems(profile: Any) -> list[str]:
+    """What keeps the programs a vendor profile names from starting on this host, one line each
+    (``drakit lint --vendor``): the plugin's and the controller's ``binary`` as ``drakit run``
+    resolves it (a bare name on PATH, a path relative to the profile's folder, ``$VARS``), and
+    the first word of each ``command`` with its placeholders filled in as they would be
+    (``{binary}``, ``{drakitBin}``: drakit's binary cache, ``{profileDir}``); each must be a
+    regular file this user may execute. A program built by drakit (``goInstall``, ``source``) is
+    built by the run, and a first word naming a per-node folder is only known then: neither is
+    checked here."""
+    dut = profile.under_test
+    if dut is None:
+        return []
+    from drakit.clusters.local.build import bin_dir
+    from drakit.clusters.local.driverbuild import DriverBuildError, target
+    problems: list[str] = []
+    for role, spec in (("plugin", dut.plugin), ("controller", dut.controller)):
+        if spec is None:
+            continue
+        values = {"drakitBin": str(bin_dir()), "profileDir": spec.profile_dir or "."}
+        if spec.binary is not None:
+            try:
+                values["binary"] = str(target(spec))
+            except DriverBuildError as exc:
+                problems.append(f"driverUnderTest.{role}: {exc}")
+                continue
+            problem = _not_runnable(values["binary"], spec.binary)
+            if problem:
+                problems.append(f"driverUnderTest.{role}.binary: {problem}")
+                continue
+        first = spec.command[0] if spec.command else ""
+        try:
+            program = first.format_map(values)
+        except (KeyError, ValueError, IndexError, AttributeError):  # a per-node placeholder: known at run time
+            continue
+        if first == "{binary}":
+            continue  # checked above (or built by the run)
+        if "/" not in program:
+            import shutil
+            found = shutil.which(program)
+            if found is None:
+                problems.append(f"driverUnderTest.{role}.command[0]: {program}: no such program on PATH")
+            continue
+        if not os.path.isabs(program):
+            program = os.path.join(spec.profile_dir or ".", program)
+        hint = " ('drakit cluster build' puts upstream's test driver there)" if "{drakitBin}" in first else ""
+        problem = _not_runnable(program, first)
+        if problem:
+            problems.append(f"driverUnderTest.{role}.command[0]: {problem}{hint}")
+    return problems
+
+
+def _not_runnable(path: str, named: str) -> str | None:
+    """Why *path* (as the profile *named* it) cannot be executed, or None."""
+    import stat
+    shown = path if path == named else f"{named} ({path})"
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return f"{shown}: {'no such program' if exc.strerror == 'No such file or directory' else exc.strerror}"
+    if stat.S_ISDIR(st.st_mode):
+        return f"{shown}: is a folder, not a program"
+    if not stat.S_ISREG(st.st_mode):
+        return f"{shown}: not a regular file"
+    if not os.access(path, os.X_OK):
+        return f"{shown}: not executable (chmod +x)"
+    return None

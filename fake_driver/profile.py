@@ -55,8 +55,8 @@ from drakit.conformance.yamlmarks import line_of, load_documents
 from drakit.fake_driver.envtemplate import EnvPattern, check
 
 SCHEMA_PATH = Path(__file__).with_name("profile.schema.json")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+_C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 # the placeholders of driverUnderTest.plugin's command and folders (clusters.local.vendorplugin)
 PLUGIN_PLACEHOLDERS = ("node", "kubeconfig", "registryDir", "pluginsDir", "cdiDir", "drakitBin", "metricsPort",
                        "binary", "profileDir", "nodeDir", "kubeletDir")
@@ -442,7 +442,8 @@ def template_problem(arg: str, known: tuple[str, ...] = PLUGIN_PLACEHOLDERS) -> 
 @functools.lru_cache(maxsize=1)
 def _validator() -> jsonschema.Draft202012Validator:
     schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
-    return jsonschema.Draft202012Validator(schema)
+    from drakit.conformance.schemas import validator
+    return validator(schema)  # type: ignore[no-any-return]
 
 
 def _schema_problem(data: Any) -> tuple[tuple[object, ...], str] | None:

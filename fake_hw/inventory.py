@@ -32,7 +32,7 @@ from drakit.fake_hw.vendors import NUMA_NODE, VENDORS, GpuModel, NicModel, Vendo
 
 DeviceKind = Literal["gpu", "gpu-partition", "nic", "nic-vf"]
 LABEL_PREFIX = "drakit.dev"
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,7 +38,7 @@ NumaNodeForm = Literal["scalar", "list"]
 DEFAULT_SHAPE = "server-8gpu"  # the node shape the fake driver serves when none is named
 MAX_GROUP_COUNT = 256
 MAX_DEVICES_PER_ROOT = 14
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 _TOP_FIELDS = ("name", "description", "sockets", "numaPerSocket", "partitioning", "numaNodeForm",
                "gpus", "nics")
 _GPU_FIELDS = ("vendor", "model", "count", "numa", "pcieRoot")

@@ -24,6 +24,7 @@ from drakit.reports import (
     sorted_cases,
     without_failure_payloads,
 )
+from drakit.reports.names import clean_name
 
 __all__ = ["render_summary", "progress_line", "PROGRESS_STATUSES"]
 
@@ -125,7 +126,7 @@ def render_summary(results: Mapping[str, Any], *, color: bool, matrix: bool = Tr
         for cid, by_backend in diverging[:MAX_DIVERGENCES]:
             statuses = ", ".join(f"{b} {_paint(_LABEL[c['status']], c['status'], color)}"
                                  for b, c in by_backend.items())
-            lines.append(f"  {cid}: {statuses}")
+            lines.append(f"  {clean_name(cid)}: {statuses}")
         if len(diverging) > MAX_DIVERGENCES:
             lines.append(f"  ... and {len(diverging) - MAX_DIVERGENCES} more in report.html")
 
@@ -136,9 +137,10 @@ def render_summary(results: Mapping[str, Any], *, color: bool, matrix: bool = Tr
             label = _paint(_LABEL[case["status"]], case["status"], color)
             # the summary's first line whole, then its middle left out (first_line alone would cut its end)
             summary = first_line(case['failure']['summary'], limit=len(case['failure']['summary']) + 1)
-            lines.append(f"  {label} {case['id']} [{case['backend']}]: {shorten_middle(summary, MAX_LINE)}")
+            lines.append(f"  {label} {clean_name(case['id'])} [{clean_name(case['backend'])}]: "
+                         f"{shorten_middle(summary, MAX_LINE)}")
             if case.get("rerun"):
-                lines.append(f"    rerun: {case['rerun']}")
+                lines.append(f"    rerun: {clean_name(case['rerun'])}")
         if len(broken) > MAX_FAILURES:
             lines.append(f"  ... and {len(broken) - MAX_FAILURES} more in report.html")
 

@@ -37,6 +37,7 @@ VERDICT_REASON_CODES: dict[str, str] = {
     "shard": "incomplete",             # one shard's results (drakit run --shard i/N): a part of a run
     "shard-missing": "incomplete",     # merged shards: cases of the plan in no shard's results (shards named)
     "case-doubled": "incomplete",      # merged shards: a case in more than one shard's results
+    "unfinished": "incomplete",        # written as a run starts, replaced at its end: still running, or killed
 }
 CASE_REASON_CODES = frozenset({"case-failed", "load-error", "required-skipped", "nothing-ran"})
 MAX_REASON_CASES = 1000  # case references listed under one reason

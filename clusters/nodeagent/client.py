@@ -33,7 +33,7 @@ GET_INFO_TIMEOUT = 1.0
 NOTIFY_TIMEOUT = 5.0
 CALL_TIMEOUT = 45.0
 _READY = grpc.ChannelConnectivity.READY.value[0]  # the channel core's number for READY
-_DRIVER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DRIVER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 
 _DRA_STUBS: dict[str, tuple[Any, Any]] = {"v1.DRAPlugin": (dra_v1_pb2, dra_v1_pb2_grpc.DRAPluginStub),
               "v1beta1.DRAPlugin": (dra_v1beta1_pb2, dra_v1beta1_pb2_grpc.DRAPluginStub)}

@@ -84,7 +84,8 @@ class LocalNode:
         registered, else see :meth:`wait_registered`."""
         if self.root is None:
             from drakit.clusters.sockdir import socket_dir
-            longest = max([len(f"/registry/{d}-reg.sock") for d in self.driver_names] + [len("/registry/x-reg.sock")])
+            from drakit.fake_driver.plugin.files import longest_socket_tail
+            longest = longest_socket_tail([*self.driver_names, "x"])  # every socket its plugins bind below it
             self.root = socket_dir("drakit-", longest, "the fake drivers' sockets")  # fits whatever TMPDIR is
             from drakit.clusters.leftovers import claim
             claim(self.root)  # a killed run's folder is found and removed by the next run

@@ -93,8 +93,9 @@ class DriverNodes(NodeReads):
         self.real = getattr(cluster, "real_nodes_reason", "no real nodes") is None
         self._check_needs(getattr(cluster, "node_runtime", None) if self.real else None)
         from drakit.clusters.sockdir import socket_dir
-        # short whatever TMPDIR is (Unix socket paths): n<i>/registry/<driver>-reg.sock, n<i>/plugins/<driver>/dra.sock
-        self.root = socket_dir("drakit-drv-", len(f"/n{COUNT}/registry/{self.dut.driver}-reg.sock") + 1,
+        # short whatever TMPDIR is (Unix socket paths): every socket a plugin binds below n<i>
+        from drakit.fake_driver.plugin.files import longest_socket_tail
+        self.root = socket_dir("drakit-drv-", len(f"/n{COUNT}") + longest_socket_tail([self.dut.driver]),
                                "the driver's node sockets")
         from drakit.clusters.leftovers import claim
         claim(self.root)  # a killed run's folder is found and removed by the next run

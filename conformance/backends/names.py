@@ -31,7 +31,7 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 IMPLICIT_EXTENDED = "deviceclass.resource.kubernetes.io/"
 NAMESPACED_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate", "Pod", "Event", "PodGroup", "Workload",
                               "Namespace"})  # Namespace: each case's own, named after the case
-_VALID = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/[a-z0-9]([-a-z0-9.]*[a-z0-9])?)*$")
+_VALID = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/[a-z0-9]([-a-z0-9.]*[a-z0-9])?)*\Z")
 MAX_NAME = 63  # a node's name is also its hostname label value
 WORKER_PREFIX = re.compile(r"^(?:s\d+-gw\d+-|s\d+-|gw\d+-)")  # a shard's, a worker's, or both
 

@@ -39,7 +39,7 @@ from ..yamlmarks import DEFAULT_LIMITS, MarkedDict, YamlLimits, line_of, load_do
 from .placeholders import PlaceholderError, resolve, substitute_runtime
 
 SCHEMA_PATH = Path(__file__).with_name("case.v1.json")
-_DURATION = re.compile(r"^([0-9]+)(ms|s|m|h)$")
+_DURATION = re.compile(r"^([0-9]+)(ms|s|m|h)\Z")
 VALIDATION_NAMESPACE = "drakit-validate"
 MAX_BYTES = 1 << 20  # per case file; --max-case-size overrides
 MAX_ERRORS_PER_FILE = 50
@@ -62,7 +62,8 @@ def parse_size(text: str) -> int:
 @functools.lru_cache(maxsize=1)
 def _validator() -> jsonschema.Draft202012Validator:
     schema = json.loads(SCHEMA_PATH.read_text())
-    return jsonschema.Draft202012Validator(schema)
+    from drakit.conformance.schemas import validator
+    return validator(schema)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)

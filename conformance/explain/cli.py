@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..console import say
+
 EXIT_OK, EXIT_CANNOT, EXIT_USAGE = 0, 1, 2
 
 
@@ -45,7 +47,7 @@ def add_parsers(sub: Any) -> None:
 
 
 def _fail(message: str) -> int:
-    print(f"drakit explain: {message}", file=sys.stderr)
+    say(f"drakit explain: {message}")
     return EXIT_USAGE
 
 
@@ -72,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     if warnings:
         out["warnings"] = warnings
         for w in warnings:
-            print(f"drakit explain: warning: {w}", file=sys.stderr)
+            say(f"drakit explain: warning: {w}")
     if args.save_state:
         from .state import saved_state
         from drakit.reports.safefs import UnsafePath, check_path, write_file

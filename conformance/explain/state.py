@@ -8,6 +8,7 @@ made from a template for its pod) reads as it does on the cluster.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -80,6 +81,7 @@ def _objects(path: Path, docs: list[Any]) -> list[dict[str, Any]]:
     for i, d in enumerate(docs):
         if not isinstance(d, dict):
             raise StateError(f"{path}: document {i + 1} is not an object")
+        check_document(d, f"{path}: document {i + 1}")
         if d.get("schema") == STATE_SCHEMA or (d.get("kind") == "List" or "items" in d and "kind" not in d):
             items = d.get("items") or d.get("objects") or []
             if not isinstance(items, list) or not all(isinstance(x, dict) for x in items):
@@ -92,7 +94,61 @@ def _objects(path: Path, docs: list[Any]) -> list[dict[str, Any]]:
     for i, o in enumerate(out):
         if not isinstance(o.get("metadata"), dict) or not o["metadata"].get("name"):
             raise StateError(f"{path}: {o.get('kind', 'object')} #{i + 1}: metadata.name is missing")
+        check_object(o, f"{path}: {o.get('kind')} #{i + 1}")
     return out
+
+
+#: The version of each kind explain reads whose typed model checks an object of a state file.
+_MODEL_VERSION = {"DeviceClass": "resource.k8s.io/v1", "ResourceSlice": "resource.k8s.io/v1",
+                  "DeviceTaintRule": "resource.k8s.io/v1", "ResourceClaim": "resource.k8s.io/v1",
+                  "ResourceClaimTemplate": "resource.k8s.io/v1", "Node": "v1", "Pod": "v1"}
+
+
+def check_document(doc: dict[str, Any], where: str) -> None:
+    """A document of a state file against ``state.v1.json`` (the types of what the typed model
+    does not read: status, a saved state's gates): one line naming the bad field's path."""
+    import jsonschema
+
+    from ..errors import format_path
+    error = jsonschema.exceptions.best_match(_state_validator().iter_errors(doc))
+    if error is None:
+        return
+    message = str(error.message)
+    if error.validator == "type":
+        from ..model.reader import type_name
+        wanted = [error.validator_value] if isinstance(error.validator_value, str) else list(error.validator_value)
+        message = f"must be {' or '.join(wanted)}, got {type_name(error.instance)}"
+    elif len(message) > 300:
+        message = message[:300] + "..."
+    raise StateError(f"{where}: {format_path(tuple(error.absolute_path))}: {message}")
+
+
+def check_object(obj: dict[str, Any], where: str) -> None:
+    """An object explain reads, through drakit's typed model of its kind (metadata and spec:
+    the field path of the first problem). Wrong types were an AttributeError deep in the
+    allocator (issue 32)."""
+    kind = obj.get("kind")
+    if kind not in _MODEL_VERSION:
+        return
+    from ..errors import FieldError
+    from ..model import parse_object
+    meta = obj.get("metadata") or {}
+    name = meta.get("name")
+    label = f"{meta.get('namespace')}/{name}" if isinstance(meta.get("namespace"), str) else name
+    try:
+        parse_object({**obj, "apiVersion": _MODEL_VERSION[str(kind)]})
+    except FieldError as exc:
+        raise StateError(f"{where} ({label!r}): {exc}") from None
+    except RecursionError:
+        raise StateError(f"{where} ({label!r}): nested too deep") from None
+
+
+@functools.lru_cache(maxsize=1)
+def _state_validator() -> Any:
+    import json
+
+    from ..schemas import validator
+    return validator(json.loads(Path(__file__).with_name("state.v1.json").read_text(encoding="utf-8")))
 
 
 #: What a saved Pod keeps of each container: what scheduling reads. Its command, args, env
@@ -127,5 +183,6 @@ def saved_state(objects: list[dict[str, Any]], gates: Mapping[str, bool]) -> dic
 def _gates(first: Any) -> dict[str, bool]:
     """The gates a saved state's first document names (empty for other files)."""
     if isinstance(first, dict) and first.get("schema") == STATE_SCHEMA:
-        return {str(k): bool(v) for k, v in (first.get("featureGates") or {}).items()}
+        gates = first.get("featureGates")
+        return {str(k): bool(v) for k, v in gates.items()} if isinstance(gates, dict) else {}
     return {}

@@ -108,9 +108,9 @@ def is_extended_resource_name(name: str) -> bool:
         return False
     prefix, _, rest = ("requests." + name).partition("/")
     import re
-    if len(prefix) > 253 or not re.match(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", prefix):
+    if len(prefix) > 253 or not re.match(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z", prefix):
         return False
-    return bool(rest) and len(rest) <= 63 and re.match(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$", rest) is not None
+    return bool(rest) and len(rest) <= 63 and re.match(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?\Z", rest) is not None
 
 
 def _check_resources(path: tuple[object, ...], requests: dict[str, str], limits: dict[str, str]) -> None:

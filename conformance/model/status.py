@@ -23,8 +23,8 @@ MAX_DATA_BYTES = 10 * 1024
 MAX_INTERFACE_NAME = 256
 MAX_HARDWARE_ADDRESS = 128
 MAX_IPS = 16
-_REASON = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
-_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_REASON = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?\Z")
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 
 DeviceKey = tuple[str, str, str, "str | None"]  # driver, pool, device, shareID
 

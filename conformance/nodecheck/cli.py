@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..console import say
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXPECT = "drakit.dev/node-check-expect"
 DEFAULT_CDI_DIRS = (Path("/etc/cdi"), Path("/var/run/cdi"))
@@ -43,7 +45,39 @@ def add_parsers(subparsers: Any) -> None:
     p.add_argument("--cdi-dir", type=Path, action="append", default=None,
                    help="CDI spec folder (repeatable; default: /etc/cdi and /var/run/cdi)")
     p.add_argument("--out", type=Path, default=None, help="folder for node-check.json and .txt")
-    p.add_argument("--timeout", type=float, default=10.0, help="deadline per gRPC call (default: 10)")
+    p.add_argument("--timeout", type=call_timeout, default=10.0,
+                   help=f"deadline per gRPC call in seconds, more than 0 and at most {MAX_TIMEOUT:,.0f} (default: 10)")
+
+
+MAX_TIMEOUT = 86400.0  # a day: a deadline beyond it is a typo (and grpc's deadline arithmetic overflows on 1e300)
+
+
+def call_timeout(text: str) -> float:
+    """``--timeout``: a finite number of seconds, more than 0 and at most :data:`MAX_TIMEOUT`
+    (``nan``, ``inf``, ``-1``, ``0`` are refused while the command line is parsed)."""
+    import math
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds")
+    if not math.isfinite(value) or not 0 < value <= MAX_TIMEOUT:
+        raise argparse.ArgumentTypeError(f"{text!r}: a number of seconds more than 0 and at most {MAX_TIMEOUT:,.0f}")
+    return value
+
+
+def out_problem(out: Path) -> str | None:
+    """Why ``--out`` cannot hold node-check.json and node-check.txt (None when it can): it is
+    made before the plugin is called, so that a bad ``--out`` is said before anything runs."""
+    if out.exists() and not out.is_dir():
+        return f"--out {out}: not a folder (it is a file); give a folder for node-check.json and node-check.txt"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"--out {out}: cannot make the folder: {exc.strerror or exc}"
+    for name in ("node-check.json", "node-check.txt"):
+        if (out / name).is_dir():
+            return f"--out {out}: {name} there is a folder; remove it or give another --out"
+    return None
 
 
 def run(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
@@ -55,7 +89,7 @@ def run(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
     from .outcome import decides_failure, render_text
 
     def usage(message: str) -> int:
-        print(f"drakit node-check: {message}", file=sys.stderr)
+        say(f"drakit node-check: {message}")
         return EXIT_USAGE
 
     from drakit.reports.safefs import UnsafePath, check_name, preflight
@@ -66,10 +100,21 @@ def run(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
     except UnsafePath as exc:
         return usage(str(exc))
     claims: list[dict[str, Any]] = []
+    problem = out_problem(args.out) if args.out is not None else None
+    if problem:
+        return usage(problem)
     if args.claims is not None:
         try:
             claims = load_claim_documents(args.claims)
         except ClaimSourceError as err:
+            return usage(str(err))
+        from ..explain.state import StateError, check_document, check_object
+        try:  # the types of what node-check reads of each claim (metadata, spec, status), as explain checks them
+            for i, claim in enumerate(claims):
+                where = f"{args.claims}: ResourceClaim #{i + 1}"
+                check_document(claim, where)
+                check_object(claim, where)
+        except StateError as err:
             return usage(str(err))
     if not args.registry_dir.is_dir():
         return usage(f"{args.registry_dir}: no such folder")

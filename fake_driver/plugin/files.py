@@ -17,6 +17,30 @@ from pathlib import Path
 MAX_SOCKET_PATH = 107
 
 
+#: The longest process id (``pid_max`` is at most 2**22 on Linux): 7 digits.
+_PID_DIGITS = 7
+
+
+def staging_socket_name(pid: int) -> str:
+    """The registration socket's name while it is bound, in the plugin's data folder, before it
+    is renamed into the registry (the kubelet never sees a socket that does not answer yet)."""
+    return f".reg-{pid}.sock"
+
+
+def socket_tails(driver: str, plugins: str = "plugins", registry: str = "registry") -> list[str]:
+    """Every Unix socket path a plugin of *driver* binds, relative to the folder holding its
+    ``plugins`` and ``registry`` folders (with a leading ``/``): the DRA socket, the registration
+    socket and the registration socket's staging name (with the longest process id). A folder
+    whose path plus the longest of these is at most :data:`MAX_SOCKET_PATH` bytes holds them all."""
+    return [f"/{plugins}/{driver}/dra.sock", f"/{registry}/{driver}-reg.sock",
+            f"/{plugins}/{driver}/{staging_socket_name(10 ** _PID_DIGITS - 1)}"]
+
+
+def longest_socket_tail(drivers: list[str] | tuple[str, ...], **folders: str) -> int:
+    """The length in bytes of the longest of :func:`socket_tails` over *drivers*."""
+    return max(len(os.fsencode(t)) for d in drivers for t in socket_tails(d, **folders))
+
+
 class PathTooLong(ValueError):
     """A Unix socket path that does not fit into ``sockaddr_un``."""
 

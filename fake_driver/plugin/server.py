@@ -35,7 +35,7 @@ from .._gen import (dra_health_v1_pb2, dra_health_v1_pb2_grpc, dra_health_v1alph
                     dra_v1beta1_pb2_grpc, pluginregistration_v1_pb2,
                     pluginregistration_v1_pb2_grpc)
 from .driver import ClaimRef, FakeDriver
-from .files import check_socket_path, ensure_dir, remove_stale_socket
+from .files import check_socket_path, ensure_dir, remove_stale_socket, staging_socket_name
 from .health import HealthMonitor
 from . import rpcserver
 from .rpcserver import LoopServer
@@ -239,7 +239,7 @@ class PluginServer:
         self._dra_server = dra
 
         same_fs = os.stat(data_dir).st_dev == os.stat(self.registration_socket.parent).st_dev
-        staging = check_socket_path(data_dir / f".reg-{os.getpid()}.sock") if same_fs else None
+        staging = check_socket_path(data_dir / staging_socket_name(os.getpid())) if same_fs else None
         reg = self._registration_server(staging or self.registration_socket)
         if staging is not None:
             remove_stale_socket(self.registration_socket)

@@ -122,3 +122,24 @@ def test_placeholders_in_mapping_keys_are_resolved() -> None:
     res = load(text)
     assert not res.errors, res.errors
     assert res.cases[0].steps[0].manifests[0]["metadata"]["annotations"] == {PROFILE["driver.gpu"]: "x"}
+
+
+import pytest  # noqa: E402
+
+
+@pytest.mark.parametrize("tail", ["\\n", "\\r\\n", " ", "\\t", "\\x1b[31m", "\\0", "\\u2028"])
+def test_a_case_id_with_a_trailing_control_character_or_space_is_refused(tail: str) -> None:
+    """Issue 32: ``id: "t/good\\n"`` was accepted (Python's ``$`` matches before a final newline)
+    and slipped past the duplicate-id check beside ``t/good``."""
+    twin = GOOD.replace("id: t/good", f'id: "t/good{tail}"')
+    res = load(GOOD + "---\n" + twin)
+    assert [c.id for c in res.cases] == ["t/good"]
+    (err,) = res.errors
+    assert "x.case.yaml:" in str(err) and "id:" in str(err) and "\n" not in str(err), str(err)
+
+
+def test_json_schema_dollar_matches_at_the_end_only() -> None:
+    from drakit.conformance.schemas import ecma_regex
+    assert ecma_regex("^a$").search("a") and not ecma_regex("^a$").search("a\n")
+    assert ecma_regex("^[$]+$").search("$$") and not ecma_regex("^[$]+$").search("$\n")
+    assert ecma_regex(r"^\$$").search("$")

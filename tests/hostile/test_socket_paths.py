@@ -77,3 +77,43 @@ def test_the_fake_drivers_sockets_fit_whatever_tmpdir_is(tmp_path: Path, monkeyp
     finally:
         for node in nodes:
             node.stop()
+
+
+def test_the_fake_nodes_start_whatever_the_length_of_tmpdir(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 32: with a TMPDIR of 45 to 51 characters every case with fake nodes errored
+    ('socket path .../plugins/<driver>/.reg-<pid>.sock is 109 bytes long'): the folder's room was
+    reckoned from the registration socket alone, not from the staging name the plugin binds it
+    under first. Every TMPDIR length from 1 to 120: the folder a LocalNode picks leaves room for
+    every socket its plugins bind, and, for each length a folder can be made with here (all but
+    the shortest few), the node's plugins really start there and register."""
+    from drakit.clusters.nodeagent import LocalNode
+    from drakit.fake_driver.plugin.files import longest_socket_tail
+    from drakit.fake_hw.inventory import build_inventory
+    monkeypatch.setattr(sockdir, "notice", lambda line: None)
+    inventory = build_inventory("server-8gpu", "n0")
+
+    base = tempfile.mkdtemp(dir="/tmp")  # short: /tmp/tmpXXXXXXXX
+    real_access = sockdir.os.access
+    try:
+        for length in range(1, 121):
+            fake = "/" + "t" * (length - 1)
+            monkeypatch.setattr(tempfile, "tempdir", fake)
+            monkeypatch.setattr(sockdir.os, "access", lambda p, mode, fake=fake: p == fake or real_access(p, mode))
+            probe = LocalNode(inventory, lambda ns, name: None)
+            room = len("/drakit-XXXXXXXX") + longest_socket_tail(list(probe.driver_names))
+            assert len(sockdir.short_temp_dir(room).encode()) + room <= sockdir.MAX_SOCKET_PATH, length
+        monkeypatch.setattr(sockdir.os, "access", real_access)
+        for length in range(len(base) + 2, 121):
+            long = Path(base) / ("t" * (length - len(base) - 1))
+            long.mkdir()
+            monkeypatch.setattr(tempfile, "tempdir", str(long))
+            node = LocalNode(inventory, lambda ns, name: None)
+            try:
+                node.start(timeout=15.0)
+                assert node.root is not None and set(node.plugins) == set(node.driver_names), length
+            finally:
+                node.stop()
+            long.rmdir()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+

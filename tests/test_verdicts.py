@@ -168,8 +168,9 @@ def test_a_pod_kept_by_a_failing_unprepare_names_the_call_and_the_drivers_error(
 
     s = Session({("Pod", "p"): pod("p", "n1")}, nodes=Nodes())
     said = cause(s, "object", {"kind": "Pod", "name": "p", "absent": True}, [])
-    assert said == ('the kubelet keeps it because NodeUnprepareResources failed (1 time(s), kubelet log): '
-                    'NodeUnprepareResources failed for ResourceClaim c: planted fault "x"')
+    assert said == ('the kubelet on drakit-driver-1 failed to unprepare its claims: NodeUnprepareResources failed for '
+                    'ResourceClaim c: planted fault "x" (it keeps the pod Terminating and retries every 10-15 s; '
+                    '1 refusal(s) so far)')
     assert cause(Session({}), "object", {"kind": "Pod", "name": "p", "absent": True}, []) is None
 
 

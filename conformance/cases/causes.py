@@ -101,12 +101,5 @@ def terminating_cause(s: Any, pod_name: str) -> str | None:
     failed = _last_event(s, "FailedUnprepareDynamicResources", pod_name)
     if failed:
         return f"the kubelet's NodeUnprepareResources failed (FailedUnprepareDynamicResources): {failed}"
-    nodes = getattr(s, "driver_nodes", None)
-    refusals = getattr(nodes, "unprepare_refusals", None)
-    if refusals is None:
-        return None
-    found = refusals(s.namespace, getattr(s, "log_marks", None) or {}, pod_name)
-    if not found:
-        return None
-    return (f"the kubelet keeps it because NodeUnprepareResources failed ({len(found)} time(s), kubelet log): "
-            f"{_short(found[-1][2])}")
+    from .checks import unprepare_refused
+    return unprepare_refused(s, pod_name)  # the kubelet's log on drakit's nodes (1.37.2 records no event)

@@ -60,10 +60,6 @@ def cmd_lint(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         kind = "drakit's fake driver" if vendor.fake else "a vendor's own driver"
         print(f"{args.vendor}: vendor profile {vendor.name!r} is valid: {', '.join(vendor.driver_names)} ({kind})")
-        from .vendorcheck import program_problem
-        missing = program_problem(vendor, str(args.vendor))
-        if missing:  # the profile is valid; a run would stop on this
-            print(f"{args.vendor}: {missing}")
     # a path given is read whatever it is; in folders, every *.case.yaml that is not a folder
     # (a FIFO or a dangling link is reported by the loader, never waited on or skipped), each
     # real folder once: the rule drakit run's collection follows too

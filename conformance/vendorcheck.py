@@ -2,7 +2,7 @@
 before the cluster starts (``drakit run --cluster local --vendor P``): a program named by
 ``plugin.binary`` (or the controller's) that is not there, or a plugin that ``needs`` NRI or the
 stock node paths on nodes of the fake runtime, with the profile's ``build`` line saying what to
-build. ``drakit lint --vendor`` says the same of a missing program (:func:`program_problem`).
+build. ``drakit lint --vendor`` says the same of a missing program (:func:`program_problems`).
 Anything else about the profile is reported where it is loaded."""
 
 from __future__ import annotations
@@ -68,15 +68,16 @@ def program_problems(profile: Any) -> list[str]:
         if spec is None:
             continue
         values = {"drakitBin": str(bin_dir()), "profileDir": spec.profile_dir or "."}
+        build = f"; build: {spec.build_hint}" if spec.build_hint else ""  # the profile's line of what to build
         if spec.binary is not None:
             try:
                 values["binary"] = str(target(spec))
             except DriverBuildError as exc:
-                problems.append(f"driverUnderTest.{role}: {exc}")
+                problems.append(f"driverUnderTest.{role}: {exc}{build}")
                 continue
             problem = _not_runnable(values["binary"], spec.binary)
             if problem:
-                problems.append(f"driverUnderTest.{role}.binary: {problem}")
+                problems.append(f"driverUnderTest.{role}.binary: {problem}{build}")
                 continue
         first = spec.command[0] if spec.command else ""
         try:

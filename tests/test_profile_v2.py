@@ -212,11 +212,13 @@ def test_lint_names_in_one_line_what_to_build_when_the_program_is_missing(tmp_pa
                                str(ROOT / "conformance" / "suites" / "driver")], capture_output=True, text=True,
                               timeout=120, env={**base, **env})
     res = lint()
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 2, res.stdout + res.stderr  # a run would stop on it: not a valid profile here
     lines = [x for x in res.stdout.splitlines() if "program" in x]
-    assert lines == [f"{p}: the driver's plugin program: plugin.binary $DK_TEST_PLUGIN: the environment variable "
+    assert lines == [f"{p}: driverUnderTest.plugin: plugin.binary $DK_TEST_PLUGIN: the environment variable "
                      "DK_TEST_PLUGIN is not set (it names the program you built); build: go build ./cmd/x in "
                      "example.com/x (DK_TEST_PLUGIN)"], res.stdout
+    missing = lint(DK_TEST_PLUGIN=str(tmp_path / "nothing"))
+    assert missing.returncode == 2 and "no such program; build: go build ./cmd/x" in missing.stdout, missing.stdout
     prog = tmp_path / "plugin"
     prog.write_text("#!/bin/sh\n")
     prog.chmod(0o755)
@@ -294,8 +296,8 @@ def test_lint_of_the_nvidia_example_without_its_programs_names_the_three_builds_
     env = {k: v for k, v in os.environ.items() if k != "NVIDIA_GPU_PLUGIN_BIN"}
     res = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "lint", "--vendor", "examples/nvidia-gpu.yaml",
                           "conformance/suites/driver"], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 2, res.stdout + res.stderr  # without its programs a run would stop: said by lint
     lines = [x for x in res.stdout.splitlines() if "build:" in x]
-    assert len(lines) == 1 and lines[0].startswith("examples/nvidia-gpu.yaml: the driver's plugin program: "), res.stdout
+    assert len(lines) == 1 and lines[0].startswith("examples/nvidia-gpu.yaml: driverUnderTest.plugin: "), res.stdout
     for what in ("./cmd/gpu-kubelet-plugin", "pkg/gpu/mocknvml", "nvidia-cdi-hook@v1.19.1"):
         assert what in lines[0]

@@ -65,21 +65,6 @@ def call_timeout(text: str) -> float:
     return value
 
 
-def out_problem(out: Path) -> str | None:
-    """Why ``--out`` cannot hold node-check.json and node-check.txt (None when it can): it is
-    made before the plugin is called, so that a bad ``--out`` is said before anything runs."""
-    if out.exists() and not out.is_dir():
-        return f"--out {out}: not a folder (it is a file); give a folder for node-check.json and node-check.txt"
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        return f"--out {out}: cannot make the folder: {exc.strerror or exc}"
-    for name in ("node-check.json", "node-check.txt"):
-        if (out / name).is_dir():
-            return f"--out {out}: {name} there is a folder; remove it or give another --out"
-    return None
-
-
 def run(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
     from drakit.fake_driver.plugin.claims import ClaimSourceError, load_claim_documents
 
@@ -100,9 +85,6 @@ def run(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
     except UnsafePath as exc:
         return usage(str(exc))
     claims: list[dict[str, Any]] = []
-    problem = out_problem(args.out) if args.out is not None else None
-    if problem:
-        return usage(problem)
     if args.claims is not None:
         try:
             claims = load_claim_documents(args.claims)

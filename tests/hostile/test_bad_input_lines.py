@@ -34,8 +34,7 @@ def test_node_check_out_naming_a_file_is_one_line_before_anything_runs(tmp_path:
     assert cli.main(["node-check", "--registry-dir", str(tmp_path / "reg"), "--driver", "x.example.com",
                      "--out", str(taken), "--timeout", "0.2"]) == 2
     err = capsys.readouterr()
-    assert _one_line(err.err) == (f"drakit node-check: --out {taken}: not a folder (it is a file); give a folder "
-                                  f"for node-check.json and node-check.txt")
+    assert _one_line(err.err) == f"drakit node-check: --out {taken} is not a folder"
     assert err.out == "", "nothing was checked"
     assert taken.read_text() == "keep me\n"
 
@@ -150,8 +149,8 @@ def test_a_folder_where_run_writes_a_file_is_one_line_before_the_run(tmp_path: P
     got = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "run", str(CASE), "--out", str(out)],
                          capture_output=True, text=True, timeout=120)
     assert got.returncode == 2, got.stderr[-2000:]
-    assert _one_line(got.stderr) == (f"drakit: --out {out}: {name} there is a folder, where drakit writes a file: "
-                                     f"remove it or give another --out")
+    assert _one_line(got.stderr) == (f"drakit: --out {out}: {name} is a folder where drakit writes a file (drakit "
+                                     f"never writes through a link or over a folder): remove it or choose another folder")
     assert got.stdout == "" and sorted(p.name for p in out.iterdir()) == [name], "nothing ran"
 
 
@@ -162,7 +161,7 @@ def test_report_and_compare_refuse_a_folder_where_they_write(tmp_path: Path, cap
         out = tmp_path / name.split(".")[0]
         (out / name).mkdir(parents=True)
         assert cli.main([*argv, "--out", str(out)]) == 2
-        assert _one_line(capsys.readouterr().err).startswith(f"drakit: --out {out}: {name} there is a folder")
+        assert _one_line(capsys.readouterr().err).startswith(f"drakit: --out {out}: {name} is a folder where drakit writes a file")
 
 
 def _shell(command: str, tmp_path: Path, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
@@ -344,15 +343,19 @@ def test_names_with_control_characters_never_forge_a_console_line(tmp_path: Path
     forged = "a\nPASSED fake-case\x07\x1b(B\u202e.case.yaml"  # no [...]: pytest refuses such a path
     (cases / forged).write_text(VALID.replace("notAllocated", "allocated"))
     (cases / "b\rbad.case.yaml").write_text("id: [unclosed\n")
-    out = tmp_path / "o\nut"
+    refused = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "run", str(cases), "--out",
+                              str(tmp_path / "o\nut")], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert refused.returncode == 2 and not (tmp_path / "o\nut").exists(), refused.stderr  # a name with a newline
+    assert len(refused.stderr.splitlines()) == 1 and "o\\nut" in refused.stderr, refused.stderr  # said escaped
+    out = tmp_path / "out"
     got = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "run", str(cases), "--out", str(out), "-v"],
                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert got.returncode == 2, got.stderr[-2000:]  # a case file did not load
     console = got.stdout + got.stderr
     assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f\u202e]", console), "a raw control character reached the console"
-    assert not [line for line in console.splitlines() if line.startswith(("PASSED fake", "ut/", "bad.case"))], console
+    assert not [line for line in console.splitlines() if line.startswith(("PASSED fake", "bad.case"))], console
     assert "at a\\x0aPASSED fake-case\\x07\\x1b(B\\u202e.case.yaml:14 (hostile/valid)" in got.stdout
-    assert f"drakit: wrote {tmp_path}/o\\x0aut/results.json" in got.stdout
+    assert f"drakit: wrote {tmp_path}/out/results.json" in got.stdout
     (rerun,) = [line.split("rerun: ", 1)[1] for line in got.stdout.splitlines() if "rerun: drakit run $'cases/a" in line]
     assert rerun.startswith("drakit run $'cases/a\\x0aPASSED fake-case\\x07\\x1b(B\\u202e.case.yaml' -k ")
     again = subprocess.run(["bash", "-c", rerun.replace("drakit run", f"{sys.executable} -m drakit.conformance.cli run", 1)

@@ -43,12 +43,13 @@ def _cluster() -> None:
         skip_or_fail(reason)
 
 
-def run(tmp_path: Path, profile: str, env: dict[str, str], workers: int = 0) -> tuple[dict[str, Any], str, float]:
+def run(tmp_path: Path, profile: str, env: dict[str, str], workers: int = 0,
+        select: list[str] | None = None) -> tuple[dict[str, Any], str, float]:
     out = tmp_path / "out"
     t0 = time.monotonic()
     res = subprocess.run([sys.executable, "-m", "drakit.conformance.cli", "run", "--backend", "cluster", "--cluster",
                           "local", "--runtime", "containerd", "-n", str(workers), "--vendor", str(ROOT / "examples" / profile),
-                          str(SUITE), "--out", str(out), "--plain"], cwd=tmp_path, capture_output=True, text=True,
+                          str(SUITE), *(select or []), "--out", str(out), "--plain"], cwd=tmp_path, capture_output=True, text=True,
                          timeout=1500, env={**os.environ, **env})
     wall = time.monotonic() - t0
     assert (out / "results.json").exists(), res.stdout[-3000:] + res.stderr[-2000:]
@@ -150,4 +151,30 @@ def test_nvidia_gpu_plugin_over_mock_nvml_full_gpus_and_consumable_shares(tmp_pa
     # admin access on a whole GPU, and beside another share of a GPU that allows multiple allocations
     assert statuses["driver/admin-access@full-gpus"] == statuses["driver/admin-access-shared@consumable-shares"] == "passed"
     assert statuses["driver/consumable-capacity@consumable-shares"] == "passed", text[-3000:]
+    assert results["verdict"]["result"] == "pass", results["verdict"]
+
+
+def test_example_driver_with_binding_conditions_and_its_controller(tmp_path: Path) -> None:
+    """kubernetes-sigs/dra-example-driver started with --binding-conditions (every device carries
+    one) and its controller, which sets the conditions True: the cases wait for them as the pods
+    do, and admin access is proven, not skipped as inventory. Its controller's metrics server
+    takes :8080 (no flag to change it), so the one configuration runs alone (no -n)."""
+    repo = "github.com/kubernetes-sigs/dra-example-driver"
+    plugin = program("DRA_EXAMPLE_DRIVER_BIN", "dra-example-kubeletplugin", repo, "./cmd/dra-example-kubeletplugin")
+    controller = program("DRA_EXAMPLE_CONTROLLER_BIN", "dra-example-controller", repo, "./cmd/dra-example-controller")
+    results, text, wall = run(tmp_path, "dra-example-driver.yaml", {"DRA_EXAMPLE_DRIVER_BIN": plugin,
+                                                                    "DRA_EXAMPLE_CONTROLLER_BIN": controller},
+                              select=["-k", "binding-conditions and not gpus and not kubelet-restart"])
+    print(f"dra-example-driver --binding-conditions and its controller, driver suite, cluster start included: {wall:.1f} s")
+    assert not non_passes(results), {k: (v.get("failure") or {}).get("summary") for k, v in non_passes(results).items()}
+    statuses = {c["id"]: c["status"] for c in results["cases"]}
+    assert {c["configuration"] for c in results["cases"]} == {"binding-conditions"}, statuses
+    for case in ("registration", "allocation", "prepare", "pod-env", "unprepare", "reuse", "several-pods",
+                 "plugin-restart", "prioritized-list", "admin-access", "binding-conditions"):
+        assert statuses[f"driver/{case}@binding-conditions"] == "passed", (case, text[-3000:])
+    # every device allows one allocation only (gpu.go: AllowMultipleAllocations is the
+    # --gpu-allow-multiple-allocations flag, off): no device to share, admin access proven above
+    shared = next(c for c in results["cases"] if c["id"] == "driver/admin-access-shared@binding-conditions")
+    assert shared["skip"]["category"] == "inventory", shared["skip"]
+    assert "publishing allowMultipleAllocations (0 of " in shared["skip"]["message"], shared["skip"]
     assert results["verdict"]["result"] == "pass", results["verdict"]

@@ -30,6 +30,7 @@ TEST_DRIVER_COMMAND = ("{drakitBin}/dra-test-driver --kubeconfig {kubeconfig} --
                        "--cdi-dir {cdiDir}")
 # kubernetes-sigs/dra-example-driver, built by the user from its repository (see examples/dra-example-driver.yaml)
 EXAMPLE_BIN = os.environ.get("DRA_EXAMPLE_DRIVER_BIN") or str(cache_dir() / "bin" / "dra-example-kubeletplugin")
+EXAMPLE_CONTROLLER = os.environ.get("DRA_EXAMPLE_CONTROLLER_BIN") or str(cache_dir() / "bin" / "dra-example-controller")
 EXAMPLE_COMMAND = (f"{EXAMPLE_BIN} --node-name {{node}} --kubeconfig {{kubeconfig}} --cdi-root {{cdiDir}} "
                    "--kubelet-registrar-directory-path {registryDir} --kubelet-plugins-directory-path {pluginsDir}")
 DRIVERS = {
@@ -50,7 +51,8 @@ def _cluster() -> None:
 
 def _drakit(*args: str, cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "drakit.conformance.cli", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, "DRA_EXAMPLE_DRIVER_BIN": EXAMPLE_BIN})
+                          text=True, timeout=timeout, env={**os.environ, "DRA_EXAMPLE_DRIVER_BIN": EXAMPLE_BIN,
+                                                          "DRA_EXAMPLE_CONTROLLER_BIN": EXAMPLE_CONTROLLER})
 
 
 def _init(tmp_path: Path, which: str, more: str = "") -> dict[str, Any]:

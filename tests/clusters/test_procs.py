@@ -90,9 +90,24 @@ def _write_stale_state(run_dir: Path, info: procs.ProcInfo, detached: bool) -> N
     )
 
 
-def test_stale_run_dir_of_killed_run_is_cleaned(tmp_path):
+def _proven_sleeper(tmp_path: Path, run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> procs.ProcInfo:
+    """A process the leftover sweep can prove drakit's (its program in drakit's cache, its command
+    line naming the run folder, started after that folder): a copy of tail, run as "etcd"."""
+    import shutil
+    cache = tmp_path / "cache"
+    (cache / "bin").mkdir(parents=True)
+    shutil.copy2(shutil.which("tail") or "/usr/bin/tail", cache / "bin" / "etcd")
+    monkeypatch.setenv("DRAKIT_CACHE", str(cache))
+    run_dir.mkdir(mode=0o700)
+    (run_dir / "etcd.log").write_text("")
+    _, info = procs.spawn("etcd", [str(cache / "bin" / "etcd"), "-f", f"{run_dir}/etcd.log"],
+                          tmp_path / "logs" / "etcd.log", die_with_parent=False)
+    return info
+
+
+def test_stale_run_dir_of_killed_run_is_cleaned(tmp_path, monkeypatch):
     run_dir = tmp_path / "run"
-    info = _sleeper(tmp_path)
+    info = _proven_sleeper(tmp_path, run_dir, monkeypatch)
     _write_stale_state(run_dir, info, detached=False)
     c = LocalCluster(run_dir, bin_dir=tmp_path / "nobin")
     c._prepare_run_dir()
@@ -103,9 +118,9 @@ def test_stale_run_dir_of_killed_run_is_cleaned(tmp_path):
     assert not run_dir.exists()  # created by the first run: removed entirely
 
 
-def test_running_detached_cluster_is_not_clobbered(tmp_path):
+def test_running_detached_cluster_is_not_clobbered(tmp_path, monkeypatch):
     run_dir = tmp_path / "run"
-    info = _sleeper(tmp_path)
+    info = _proven_sleeper(tmp_path, run_dir, monkeypatch)
     try:
         _write_stale_state(run_dir, info, detached=True)
         with pytest.raises(ClusterError, match="already running"):
